@@ -1,0 +1,106 @@
+/*
+ * cmd-server.c: commands about the connection and the server:
+ * PING, AUTH, QUIT, STATS.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "conn.h"
+#include "server.h"
+#include "timers.h"
+
+enum cmd_result
+cmd_ping(struct cmd_ctx *ctx)
+{
+	conn_reply(ctx->conn, "OK PONG");
+	return (CMD_DONE);
+}
+
+/*
+ * Compare in time that depends on the attempt's length only, never on
+ * where the first difference is nor on the secret's length.
+ */
+static int
+cmd_password_equal(const char *secret, const char *attempt, size_t len)
+{
+	size_t			i, slen = strlen(secret);
+	volatile unsigned char	diff = (slen != len);
+
+	for (i = 0; i < len; i++)
+		diff |= (unsigned char)(attempt[i] ^ secret[i % slen]);
+	return (diff == 0);
+}
+
+enum cmd_result
+cmd_auth(struct cmd_ctx *ctx)
+{
+	struct conn	*c = ctx->conn;
+	const char	*secret = c->srv->cfg->requirepass;
+
+	if (secret == NULL) {
+		conn_reply_err(c, PERR_AUTH, "no password is configured");
+		return (CMD_DONE);
+	}
+	if (!cmd_password_equal(secret, ctx->req->arg.p, ctx->req->arg.len)) {
+		c->authed = 0;
+		conn_reply_err(c, PERR_AUTH, "invalid password");
+		return (CMD_DONE);
+	}
+	c->authed = 1;
+	conn_reply(c, "OK");
+	return (CMD_DONE);
+}
+
+enum cmd_result
+cmd_quit(struct cmd_ctx *ctx)
+{
+	conn_reply(ctx->conn, "OK");
+	conn_close_after_flush(ctx->conn);
+	return (CMD_DONE);
+}
+
+/* STATS: "OK k", then version, persistence and the counters below. */
+enum cmd_result
+cmd_stats(struct cmd_ctx *ctx)
+{
+	struct conn		*c = ctx->conn;
+	struct server		*srv = c->srv;
+	struct engine_stats	 es;
+	uint64_t		 uptime_ms = timers_now_ms() - srv->start_ms;
+	size_t			 i;
+
+	engine_get_stats(srv->engine, &es);
+	const struct {
+		const char	*key;
+		uint64_t	 value;
+	} counters[] = {
+		{ "protocol",		PROTO_VERSION },
+		{ "pid",		(uint64_t)getpid() },
+		{ "uptime",		uptime_ms / 1000 },
+		{ "uptime_ms",		uptime_ms },
+		{ "connections",	srv->nconns },
+		{ "connections_total",	srv->stats.connections_total },
+		{ "rejected_connections", srv->stats.rejected_total },
+		{ "commands",		srv->stats.commands_total },
+		{ "errors",		srv->stats.errors_total },
+		{ "semaphores",		es.sems },
+		{ "grants",		es.grants },
+		{ "waiters",		es.waiters },
+		{ "grants_total",	es.grants_total },
+		{ "releases",		es.releases_total },
+		{ "timeouts",		es.timeouts_total },
+		{ "expired",		es.expired_total },
+		{ "revoked",		es.revoked_total },
+	};
+	const size_t ncounters = sizeof(counters) / sizeof(counters[0]);
+
+	conn_reply(c, "OK %zu", ncounters + 2);
+	conn_reply(c, "version=%s", PACKAGE_VERSION);
+	conn_reply(c, "persistence=off");
+	for (i = 0; i < ncounters; i++)
+		conn_reply(c, "%s=%llu", counters[i].key,
+		    (unsigned long long)counters[i].value);
+	return (CMD_DONE);
+}

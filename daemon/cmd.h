@@ -1,0 +1,58 @@
+/*
+ * cmd.h: the command table and the one dispatcher every request goes
+ * through: auth, then the semaphore lookup, then the handler.
+ *
+ * Handlers hold only the semantics of their command. They live in
+ * cmd-server.c (PING AUTH STATS QUIT), cmd-sem.c (CREATE RESIZE DELETE
+ * INFO HOLDERS WAITERS LIST) and cmd-grant.c (ACQUIRE TRY RELEASE REFRESH
+ * ATTACH CHECK REVOKE).
+ */
+#ifndef SEMD_CMD_H
+#define SEMD_CMD_H
+
+#include "engine.h"
+#include "proto.h"
+
+struct conn;
+
+enum cmd_result {
+	CMD_DONE,	/* the reply is written */
+	CMD_BLOCKED	/* the engine will answer later; stop taking lines */
+};
+
+struct cmd_ctx {
+	struct conn			*conn;
+	const struct proto_request	*req;
+	struct sem			*sem;	/* resolved for CMD_F_SEM */
+};
+
+typedef enum cmd_result (*cmd_fn)(struct cmd_ctx *ctx);
+
+/* Run one parsed request on c. */
+enum cmd_result	 cmd_dispatch(struct conn *c, const struct proto_request *req);
+
+/* The engine observer: answers waiters when they are granted or time out. */
+void		 cmd_engine_event(void *ctx, const struct engine_event *ev);
+
+enum cmd_result	 cmd_ping(struct cmd_ctx *);
+enum cmd_result	 cmd_auth(struct cmd_ctx *);
+enum cmd_result	 cmd_stats(struct cmd_ctx *);
+enum cmd_result	 cmd_quit(struct cmd_ctx *);
+enum cmd_result	 cmd_create(struct cmd_ctx *);
+enum cmd_result	 cmd_resize(struct cmd_ctx *);
+enum cmd_result	 cmd_delete(struct cmd_ctx *);
+enum cmd_result	 cmd_info(struct cmd_ctx *);
+enum cmd_result	 cmd_holders(struct cmd_ctx *);
+enum cmd_result	 cmd_waiters(struct cmd_ctx *);
+enum cmd_result	 cmd_list(struct cmd_ctx *);
+enum cmd_result	 cmd_acquire(struct cmd_ctx *);
+enum cmd_result	 cmd_release(struct cmd_ctx *);
+enum cmd_result	 cmd_refresh(struct cmd_ctx *);
+enum cmd_result	 cmd_attach(struct cmd_ctx *);
+enum cmd_result	 cmd_check(struct cmd_ctx *);
+enum cmd_result	 cmd_revoke(struct cmd_ctx *);
+
+/* Reply "ERR code" with the engine's standard text for that code. */
+void		 cmd_reply_engine_err(struct cmd_ctx *ctx, enum proto_err code);
+
+#endif /* SEMD_CMD_H */

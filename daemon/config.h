@@ -1,0 +1,53 @@
+/*
+ * config.h: semd's configuration, from a redis.conf-style file and from
+ * "--directive value..." arguments, which override the file.
+ *
+ * Every directive is declared once, in the table in config.c, with its
+ * type, bounds and default; the shipped semd.conf documents each one.
+ */
+#ifndef SEMD_CONFIG_H
+#define SEMD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_BIND		16
+
+/* A "semaphore NAME CAPACITY" line: created at start-up. */
+struct config_sem {
+	char		*name;
+	uint32_t	 capacity;
+};
+
+struct config {
+	char			*bind[CONFIG_MAX_BIND];
+	size_t			 nbind;
+	int64_t			 port;
+	char			*unixsocket;
+	int64_t			 unixsocketperm;
+	char			*requirepass;	/* NULL: no password */
+	int64_t			 protected_mode;
+	int64_t			 maxclients;
+	int64_t			 max_line;
+	int64_t			 max_output;
+	int64_t			 max_semaphores;
+	int64_t			 tcp_keepalive_ms;
+	int64_t			 loglevel;
+	char			*logfile;
+	char			*pidfile;
+	struct config_sem	*sems;
+	size_t			 nsems;
+};
+
+/*
+ * Fill *cfg from defaults, then the file given with -c (if any), then the
+ * "--directive value..." words of argv. On a bad file or argument, write
+ * one message to errbuf and return -1. *check_only is set by -t, *exit_now
+ * by --help/--version (already printed).
+ */
+int	config_load(struct config *cfg, int argc, char **argv,
+	    int *check_only, int *exit_now, char *errbuf, size_t errlen);
+/* Free everything config_load allocated. */
+void	config_free(struct config *cfg);
+
+#endif /* SEMD_CONFIG_H */

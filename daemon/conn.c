@@ -1,0 +1,442 @@
+/*
+ * conn.c: one client connection.
+ *
+ * Framing: a request is the bytes up to "\n". We look for it within the
+ * first max-line + 2 bytes only (the line, an optional "\r", the "\n"), so
+ * a client that never sends a newline costs us max-line bytes, not its
+ * whole stream: it gets ERR TOOLONG and is closed.
+ *
+ * Order: lines are taken one at a time; a blocked ACQUIRE moves the
+ * connection to CONN_BLOCKED and the rest of its input waits in the
+ * buffer (bounded by CONN_BACKLOG_MAX) until the engine answers.
+ *
+ * Lifetime: nothing frees a connection from inside its own callbacks or
+ * from inside an engine event. conn_close_now() marks it CONN_DEAD and
+ * the teardown runs from resume_ev on the next loop turn.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "cmd.h"
+#include "conn.h"
+#include "log.h"
+#include "server.h"
+
+/* How long a closing connection may take to read its last replies. */
+#define CONN_FLUSH_TIMEOUT_S	10
+
+static void	conn_take_lines(struct conn *c);
+
+/* 1 for loopback and Unix-socket peers, which protected mode admits. */
+static int
+conn_peer_is_local(const struct sockaddr *sa)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+	const uint8_t			*a;
+
+	switch (sa->sa_family) {
+	case AF_UNIX:
+		return (1);
+	case AF_INET:
+		sin = (const struct sockaddr_in *)sa;
+		return ((ntohl(sin->sin_addr.s_addr) >> 24) == 127);
+	case AF_INET6:
+		sin6 = (const struct sockaddr_in6 *)sa;
+		a = sin6->sin6_addr.s6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
+			return (1);
+		return (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && a[12] == 127);
+	default:
+		return (0);
+	}
+}
+
+static void
+conn_format_peer(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char	host[INET6_ADDRSTRLEN];
+
+	switch (sa->sa_family) {
+	case AF_INET:
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+		    host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host,
+		    ntohs(((const struct sockaddr_in *)sa)->sin_port));
+		break;
+	case AF_INET6:
+		inet_ntop(AF_INET6,
+		    &((const struct sockaddr_in6 *)sa)->sin6_addr, host,
+		    sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host,
+		    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
+		break;
+	default:
+		snprintf(buf, len, "unix");
+		break;
+	}
+}
+
+/*
+ * Turn a new socket away with one ERR line, before any buffer exists for
+ * it. Best effort: a full socket buffer just loses the line.
+ */
+static void
+conn_reject(struct server *srv, evutil_socket_t fd, const char *line)
+{
+	ssize_t	n;
+
+	n = send(fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)n;
+	shutdown(fd, SHUT_WR);
+	evutil_closesocket(fd);
+	srv->stats.rejected_total++;
+}
+
+/*
+ * Keepalive lets a vanished client host be noticed, so that its bound
+ * permits are released: after idle + 3 * interval at the most.
+ */
+static void
+conn_set_keepalive(evutil_socket_t fd, int64_t keepalive_ms)
+{
+	int	on = 1, idle, intvl, cnt = 3;
+
+	if (keepalive_ms <= 0)
+		return;
+	idle = (int)(keepalive_ms / 1000);
+	if (idle < 1)
+		idle = 1;
+	intvl = idle / 3 > 0 ? idle / 3 : 1;
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) != 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
+	    sizeof(intvl)) != 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) != 0)
+		log_warn("setsockopt keepalive");
+}
+
+/*
+ * Find the next complete line: copy it to c->line, drain it and return 1
+ * with *len its length (the bytes before "\n", a "\r" included); 0 when
+ * more bytes are needed; -1 when the line is over max-line.
+ */
+static int
+conn_next_line(struct conn *c, size_t *len)
+{
+	struct evbuffer	*in = bufferevent_get_input(c->bev);
+	size_t		 avail = evbuffer_get_length(in);
+	size_t		 max = (size_t)c->srv->cfg->max_line, look, n;
+	const char	*p, *nl;
+
+	if (avail == 0)
+		return (0);
+	look = avail < max + 2 ? avail : max + 2;
+	if ((p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look)) == NULL)
+		return (-1);
+	if ((nl = memchr(p, '\n', look)) == NULL) {
+		/* After max bytes, only a "\r" may still come before "\n". */
+		if (avail > max + 1 || (avail == max + 1 && p[max] != '\r'))
+			return (-1);
+		return (0);
+	}
+	n = (size_t)(nl - p);
+	if (n - (n > 0 && p[n - 1] == '\r') > max)
+		return (-1);
+	memcpy(c->line, p, n);
+	evbuffer_drain(in, n + 1);
+	*len = n;
+	return (1);
+}
+
+/* Cross-protocol attack: a browser made to POST to us. */
+static int
+conn_looks_like_http(const char *line, size_t len)
+{
+	static const char *const prefixes[] = {
+		"GET ", "POST ", "HEAD ", "PUT ", "Host:"
+	};
+	size_t	i, plen;
+
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		plen = strlen(prefixes[i]);
+		if (len >= plen && strncasecmp(line, prefixes[i], plen) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* Parse and run one request line. */
+static void
+conn_handle_line(struct conn *c, size_t len)
+{
+	struct proto_request	req;
+	struct proto_error	err;
+
+	if (conn_looks_like_http(c->line, len)) {
+		log_warnx("connection %llu from %s sent what looks like HTTP; "
+		    "closing it (cross-protocol attack?)",
+		    (unsigned long long)c->id, c->peer);
+		conn_close_now(c);
+		return;
+	}
+	switch (proto_parse(c->line, len, &req, &err)) {
+	case PROTO_PARSE_EMPTY:
+		return;
+	case PROTO_PARSE_ERROR:
+		c->srv->stats.commands_total++;
+		conn_reply_err(c, err.code, "%s", err.msg);
+		return;
+	case PROTO_PARSE_OK:
+		break;
+	}
+	if (cmd_dispatch(c, &req) == CMD_BLOCKED && c->state == CONN_READY)
+		c->state = CONN_BLOCKED;
+}
+
+/* Take up to CONN_LINES_PER_TURN lines while the connection is ready. */
+static void
+conn_take_lines(struct conn *c)
+{
+	size_t	len;
+	int	i, rc = 0;
+
+	for (i = 0; i < CONN_LINES_PER_TURN && c->state == CONN_READY; i++) {
+		if ((rc = conn_next_line(c, &len)) == 0)
+			break;
+		if (rc < 0) {
+			conn_reply_err(c, PERR_TOOLONG, "request line exceeds "
+			    "max-line (%lld bytes)",
+			    (long long)c->srv->cfg->max_line);
+			conn_close_after_flush(c);
+			return;
+		}
+		conn_handle_line(c, len);
+	}
+	if (c->state != CONN_READY)
+		return;
+	if (rc != 0) {
+		/* The budget ran out; more may be buffered: come back later. */
+		event_active(c->resume_ev, 0, 0);
+	} else if (c->peer_eof) {
+		/* The peer sent its last request and has been answered. */
+		conn_close_after_flush(c);
+	}
+}
+
+static void
+conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+
+	if (c->state == CONN_BLOCKED &&
+	    evbuffer_get_length(bufferevent_get_input(bev)) >
+	    CONN_BACKLOG_MAX) {
+		log_warnx("connection %llu from %s: over %d bytes pipelined "
+		    "behind a blocked ACQUIRE; closing it",
+		    (unsigned long long)c->id, c->peer, CONN_BACKLOG_MAX);
+		conn_close_now(c);
+		return;
+	}
+	conn_take_lines(c);
+}
+
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+
+	if (c->state == CONN_CLOSING &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_close_now(c);
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn	*c = arg;
+
+	(void)bev;
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
+	    c->state == CONN_READY) {
+		/*
+		 * The peer finished sending (perhaps only half-closed, as
+		 * "nc -q1" does): answer what it sent, then close.
+		 */
+		c->peer_eof = 1;
+		conn_take_lines(c);
+		return;
+	}
+	/* Errors, timeouts, and EOF while blocked: the waiter goes too. */
+	conn_close_now(c);
+}
+
+/* resume_ev: take more lines, or tear a dead connection down. */
+static void
+conn_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn	*c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->state == CONN_DEAD)
+		conn_free(c);
+	else
+		conn_take_lines(c);
+}
+
+struct conn *
+conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
+    int socklen)
+{
+	struct config	*cfg = srv->cfg;
+	struct conn	*c;
+	char		 peer[64];
+
+	(void)socklen;
+	conn_format_peer(sa, peer, sizeof(peer));
+	if (srv->nconns >= (uint32_t)cfg->maxclients) {
+		log_warnx("rejecting %s: maxclients (%lld) reached", peer,
+		    (long long)cfg->maxclients);
+		conn_reject(srv, fd, "ERR LIMIT max number of clients "
+		    "reached\r\n");
+		return (NULL);
+	}
+	if (cfg->protected_mode && cfg->requirepass == NULL &&
+	    !conn_peer_is_local(sa)) {
+		log_warnx("rejecting %s: protected mode", peer);
+		conn_reject(srv, fd, "ERR AUTH protected mode: no password "
+		    "is set, so only loopback clients are served; set "
+		    "requirepass, or protected-mode no\r\n");
+		return (NULL);
+	}
+	if (sa->sa_family != AF_UNIX)
+		conn_set_keepalive(fd, cfg->tcp_keepalive_ms);
+
+	c = xcalloc(1, sizeof(*c));
+	c->srv = srv;
+	c->id = ++srv->next_conn_id;
+	c->state = CONN_READY;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->line = xcalloc(1, (size_t)cfg->max_line + 2);
+	c->owner = engine_owner_new(srv->engine, c->id);
+	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->resume_ev = event_new(srv->base, -1, 0, conn_resume_cb, c);
+	if (c->bev == NULL || c->resume_ev == NULL)
+		fatalx("cannot set up a connection");
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
+	    c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+
+	HASH_ADD(hh, srv->conns, id, sizeof(c->id), c);
+	srv->nconns++;
+	srv->stats.connections_total++;
+	log_debug("connection %llu from %s", (unsigned long long)c->id, peer);
+	return (c);
+}
+
+/* Release what the connection held and free it. */
+void
+conn_free(struct conn *c)
+{
+	struct server	*srv = c->srv;
+
+	log_debug("connection %llu closed", (unsigned long long)c->id);
+	HASH_DEL(srv->conns, c);
+	srv->nconns--;
+	engine_owner_free(srv->engine, c->owner);
+	event_free(c->resume_ev);
+	bufferevent_free(c->bev);
+	free(c->line);
+	free(c);
+}
+
+static void
+conn_vreply(struct conn *c, const char *fmt, va_list ap)
+{
+	struct evbuffer	*out;
+
+	if (c->state == CONN_DEAD)
+		return;
+	out = bufferevent_get_output(c->bev);
+	evbuffer_add_vprintf(out, fmt, ap);
+	evbuffer_add(out, "\r\n", 2);
+	if (evbuffer_get_length(out) > (size_t)c->srv->cfg->max_output) {
+		log_warnx("connection %llu from %s: unread replies exceed "
+		    "max-output (%lld bytes); closing it",
+		    (unsigned long long)c->id, c->peer,
+		    (long long)c->srv->cfg->max_output);
+		conn_close_now(c);
+	}
+}
+
+void
+conn_reply(struct conn *c, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	conn_vreply(c, fmt, ap);
+	va_end(ap);
+}
+
+void
+conn_reply_err(struct conn *c, enum proto_err code, const char *fmt, ...)
+{
+	char	text[PROTO_ERRMSG_MAX + 64];
+	va_list	ap;
+
+	c->srv->stats.errors_total++;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	conn_reply(c, "ERR %s %s", proto_err_name(code), text);
+}
+
+void
+conn_close_after_flush(struct conn *c)
+{
+	struct timeval	tv = { CONN_FLUSH_TIMEOUT_S, 0 };
+
+	if (c->state == CONN_DEAD || c->state == CONN_CLOSING)
+		return;
+	c->state = CONN_CLOSING;
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		conn_close_now(c);
+	else
+		bufferevent_set_timeouts(c->bev, NULL, &tv);
+}
+
+void
+conn_close_now(struct conn *c)
+{
+	if (c->state == CONN_DEAD)
+		return;
+	c->state = CONN_DEAD;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	event_active(c->resume_ev, 0, 0);
+}
+
+void
+conn_unblock(struct conn *c)
+{
+	if (c->state != CONN_BLOCKED)
+		return;
+	c->state = CONN_READY;
+	event_active(c->resume_ev, 0, 0);
+}

@@ -1,0 +1,219 @@
+/*
+ * engine.h: the semaphore rules, as a pure state machine.
+ *
+ * The engine knows nothing of sockets, replies or Redis. Time comes from an
+ * injected clock, timers from an injected timer provider (libevent in the
+ * daemon, a hand-driven fake in the unit tests), and every change leaves
+ * through one observer callback (engine_event_fn) that the server uses to
+ * answer waiters and persistence uses to write changes.
+ *
+ * Structures are declared here so that readers (INFO, HOLDERS, WAITERS,
+ * LIST, STATS) can walk them; only engine.c changes them.
+ */
+#ifndef SEMD_ENGINE_H
+#define SEMD_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uthash.h>
+
+#include "proto.h"
+
+struct engine;
+struct owner;
+struct waiter;
+
+/* Time and timers, injected. */
+struct engine_clock {
+	/* Milliseconds of a monotonic clock. */
+	uint64_t	 (*now_ms)(void *ctx);
+	/*
+	 * Arm a one-shot timer: fire(arg) runs once, delay_ms from now, from
+	 * the event loop (never from inside timer_add). Returns a handle for
+	 * timer_del. A fired handle is dead: the engine never deletes it.
+	 */
+	void		*(*timer_add)(void *ctx, uint64_t delay_ms,
+			    void (*fire)(void *arg), void *arg);
+	/* Cancel a timer that has not fired yet. */
+	void		 (*timer_del)(void *ctx, void *handle);
+	void		*ctx;
+};
+
+enum grant_kind {
+	GRANT_CONN,	/* bound to its connection (owner) */
+	GRANT_LEASE,	/* outlives its connection until the lease ends */
+	GRANT_UNOWNED	/* was bound; its connection was lost in a restart */
+};
+
+/* One granted permit of n units. */
+struct grant {
+	uint64_t	 token;		/* daemon-wide unique, increasing */
+	uint32_t	 n;
+	enum grant_kind	 kind;
+	struct sem	*sem;
+	struct owner	*owner;		/* GRANT_CONN only, else NULL */
+	uint64_t	 granted_ms;
+	uint64_t	 deadline_ms;	/* GRANT_LEASE and GRANT_UNOWNED */
+	void		*timer;		/* lease expiry / reclaim deadline */
+
+	struct grant	*sem_prev, *sem_next;	/* sem->grants, grant order */
+	struct grant	*own_prev, *own_next;	/* owner->grants */
+	UT_hash_handle	 hh;			/* engine->grants by token */
+};
+
+/* A queued ACQUIRE. */
+struct waiter {
+	uint32_t	 n;
+	int64_t		 lease_ms;	/* -1: bound grant */
+	uint64_t	 enqueued_ms;
+	struct sem	*sem;
+	struct owner	*owner;
+	void		*cookie;	/* the server's, handed back in events */
+	void		*timer;		/* NULL: waits for ever */
+
+	struct waiter	*q_prev, *q_next;	/* sem->queue, FIFO */
+	struct waiter	*own_prev, *own_next;	/* owner->waiters */
+};
+
+/* A named counting semaphore. */
+struct sem {
+	char		 name[PROTO_NAME_MAX + 1];
+	size_t		 name_len;
+	uint32_t	 capacity;
+	uint64_t	 used;		/* sum of n over grants */
+	uint32_t	 nholders;
+	uint32_t	 nwaiters;
+	struct grant	*grants;	/* utlist, in grant order */
+	struct waiter	*queue;		/* utlist, head is served first */
+	UT_hash_handle	 hh;		/* engine->sems by name */
+};
+
+/* A party that can hold bound grants and wait: one per connection. */
+struct owner {
+	uint64_t	 id;		/* the connection id shown to users */
+	struct grant	*grants;
+	struct waiter	*waiters;
+};
+
+enum engine_event_type {
+	ENGINE_EV_SEM_CREATED,
+	ENGINE_EV_SEM_RESIZED,
+	ENGINE_EV_SEM_DELETED,	/* sem is valid during the callback only */
+	ENGINE_EV_GRANTED,	/* cookie != NULL when a queued waiter won */
+	ENGINE_EV_RELEASED,	/* grant is valid during the callback only */
+	ENGINE_EV_REFRESHED,	/* a lease got a new deadline */
+	ENGINE_EV_ATTACHED,	/* an unowned grant is bound again */
+	ENGINE_EV_WAIT_TIMEOUT	/* a queued waiter gave up; cookie is set */
+};
+
+enum engine_release_reason {
+	RELEASE_BY_HOLDER,	/* RELEASE */
+	RELEASE_REVOKED,	/* REVOKE */
+	RELEASE_EXPIRED,	/* the lease ran out */
+	RELEASE_CLOSED,		/* the owning connection closed */
+	RELEASE_UNCLAIMED	/* nobody ATTACHed within the reclaim grace */
+};
+
+struct engine_event {
+	enum engine_event_type		 type;
+	struct sem			*sem;
+	struct grant			*grant;
+	void				*cookie;
+	enum engine_release_reason	 reason;
+};
+
+/*
+ * The observer. It runs synchronously inside engine calls and timer
+ * callbacks, so it must not call back into engine functions that change
+ * state; the server defers any such follow-up to a later loop turn.
+ */
+typedef void (*engine_event_fn)(void *ctx, const struct engine_event *ev);
+
+/* Outcome of engine_acquire() when it returns PERR_NONE. */
+enum acquire_status {
+	ACQUIRE_GRANTED,	/* *grant is set */
+	ACQUIRE_QUEUED,		/* *waiter is set; an event will follow */
+	ACQUIRE_TIMEOUT		/* timeout_ms was 0 and it could not be granted */
+};
+
+struct engine_stats {
+	uint64_t	grants_total;	/* grants ever made */
+	uint64_t	releases_total;	/* grants ended, for any reason */
+	uint64_t	timeouts_total;	/* acquires answered TIMEOUT */
+	uint64_t	expired_total;	/* leases that ran out */
+	uint64_t	revoked_total;
+	uint32_t	sems;
+	uint64_t	grants;		/* held now */
+	uint64_t	waiters;	/* queued now */
+};
+
+/* A new engine; max_sems bounds CREATE (0: no bound). Aborts on ENOMEM. */
+struct engine	*engine_new(const struct engine_clock *clock,
+		    engine_event_fn on_event, void *ctx, uint32_t max_sems);
+/* Free everything, cancel every timer; emits no events. */
+void		 engine_free(struct engine *e);
+
+/* CREATE: PERR_NONE (also when it exists with that capacity), EXISTS, LIMIT. */
+enum proto_err	 engine_create(struct engine *e, const char *name, size_t len,
+		    uint32_t capacity, struct sem **out);
+/* The semaphore of that name, or NULL. */
+struct sem	*engine_find(struct engine *e, const char *name, size_t len);
+/* RESIZE: takes effect at once, growing wakes waiters. */
+void		 engine_resize(struct engine *e, struct sem *s, uint32_t capacity);
+/* DELETE: PERR_NONE or BUSY (holders or waiters). Frees s. */
+enum proto_err	 engine_delete(struct engine *e, struct sem *s);
+
+/* Every semaphore, in creation order: for LIST and shutdown. */
+struct sem	*engine_sems(struct engine *e);
+
+/* An owner for a new connection; engine_owner_free when it closes. */
+struct owner	*engine_owner_new(struct engine *e, uint64_t id);
+/*
+ * The connection closed: release its bound grants (RELEASED/CLOSED events),
+ * drop its waiters silently, leave its leases, re-examine the queues.
+ */
+void		 engine_owner_free(struct engine *e, struct owner *o);
+
+/*
+ * ACQUIRE/TRY. timeout_ms -1 waits for ever, lease_ms -1 binds the grant to
+ * the owner. Returns RANGE when n > capacity; else PERR_NONE and *status.
+ * A queued waiter later produces exactly one GRANTED or WAIT_TIMEOUT event
+ * carrying cookie, unless its owner is freed first.
+ */
+enum proto_err	 engine_acquire(struct engine *e, struct sem *s,
+		    struct owner *o, uint32_t n, int64_t timeout_ms,
+		    int64_t lease_ms, void *cookie, enum acquire_status *status,
+		    struct grant **grant);
+
+/* The grant of that token in s, or NULL (not held / another sem). */
+struct grant	*engine_find_grant(struct engine *e, struct sem *s,
+		    uint64_t token);
+/* RELEASE by o: NOTHELD, NOTOWNER (bound to another owner) or PERR_NONE. */
+enum proto_err	 engine_release(struct engine *e, struct sem *s,
+		    uint64_t token, struct owner *o);
+/* REFRESH: NOTHELD, NOTLEASE or PERR_NONE (lease ends ms from now). */
+enum proto_err	 engine_refresh(struct engine *e, struct sem *s,
+		    uint64_t token, uint32_t ms);
+/* ATTACH an unowned grant to o: NOTHELD, NOTOWNER or PERR_NONE. */
+enum proto_err	 engine_attach(struct engine *e, struct sem *s,
+		    uint64_t token, struct owner *o);
+/* REVOKE any grant: NOTHELD or PERR_NONE. */
+enum proto_err	 engine_revoke(struct engine *e, struct sem *s,
+		    uint64_t token);
+
+/* Milliseconds left on a lease or reclaim grace; -1 for bound grants. */
+int64_t		 engine_grant_ttl_ms(struct engine *e, const struct grant *g);
+/* How long a waiter has waited. */
+uint64_t	 engine_waited_ms(struct engine *e, const struct waiter *w);
+/* "conn" or "lease" (an unowned grant shows as "conn"). */
+const char	*engine_kind_name(enum grant_kind kind);
+
+/* The highest token ever issued (0: none); tokens continue above it. */
+uint64_t	 engine_last_token(struct engine *e);
+/* Make every later token greater than floor (used by persistence). */
+void		 engine_raise_token_floor(struct engine *e, uint64_t floor);
+
+void		 engine_get_stats(struct engine *e, struct engine_stats *st);
+
+#endif /* SEMD_ENGINE_H */

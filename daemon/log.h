@@ -1,0 +1,50 @@
+/*
+ * log.h: the daemon's log, in the OpenBSD manner.
+ *
+ * Lines go to stderr (or the logfile) as
+ *   2026-11-22T18:00:00.123Z semd[PID] info: text
+ * fatal() and fatalx() are for start-up failures and broken invariants
+ * only; client mistakes are answered with ERR and at most logged at debug.
+ */
+#ifndef SEMD_LOG_H
+#define SEMD_LOG_H
+
+#include <stdarg.h>
+
+enum log_level {
+	LOG_LEVEL_DEBUG,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_ERROR
+};
+
+/* Log to stderr at level; logfile NULL keeps stderr. Returns -1 on error. */
+int		 log_open(const char *logfile, enum log_level level);
+void		 log_close(void);
+void		 log_set_level(enum log_level level);
+/* Parse "debug", "info", "warn" or "error"; -1 when unknown. */
+int		 log_level_parse(const char *name);
+
+void		 log_debug(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+void		 log_info(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+void		 log_warnx(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+/* As log_warnx, with ": strerror(errno)" appended. */
+void		 log_warn(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+void		 log_errorx(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+/* Log at error level, with strerror(errno) appended, and exit(1). */
+void		 fatal(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2), noreturn));
+/* Log at error level and exit(1). */
+void		 fatalx(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2), noreturn));
+
+/* Allocation that aborts on failure: limits, not malloc, bound memory. */
+void		*xcalloc(size_t n, size_t size);
+char		*xstrdup(const char *s);
+
+#endif /* SEMD_LOG_H */

@@ -1,0 +1,214 @@
+/*
+ * server.c: listening sockets, accepting, and the server's lifetime.
+ */
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "cmd.h"
+#include "conn.h"
+#include "log.h"
+#include "server.h"
+#include "timers.h"
+
+/* File descriptors kept for listeners, logs and the like. */
+#define SERVER_RESERVED_FDS	32
+/* How long to stop accepting after EMFILE, instead of spinning. */
+#define SERVER_ACCEPT_PAUSE_MS	100
+
+static void
+server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int socklen, void *arg)
+{
+	(void)l;
+	conn_accept(arg, fd, sa, socklen);
+}
+
+static void
+server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server	*srv = arg;
+	size_t		 i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < srv->nlisteners; i++)
+		evconnlistener_enable(srv->listeners[i]);
+}
+
+/* accept() failed: on fd exhaustion, pause every listener for a moment. */
+static void
+server_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct server	*srv = arg;
+	struct timeval	 tv = { 0, SERVER_ACCEPT_PAUSE_MS * 1000 };
+	int		 err = EVUTIL_SOCKET_ERROR();
+	size_t		 i;
+
+	(void)l;
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS &&
+	    err != ENOMEM) {
+		log_warnx("accept: %s", evutil_socket_error_to_string(err));
+		return;
+	}
+	log_warnx("accept: %s; pausing for %d ms",
+	    evutil_socket_error_to_string(err), SERVER_ACCEPT_PAUSE_MS);
+	for (i = 0; i < srv->nlisteners; i++)
+		evconnlistener_disable(srv->listeners[i]);
+	evtimer_add(srv->accept_resume, &tv);
+}
+
+static struct evconnlistener *
+server_listen_sa(struct server *srv, struct sockaddr *sa, int salen)
+{
+	struct evconnlistener	*l;
+
+	l = evconnlistener_new_bind(srv->base, server_accept_cb, srv,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	    511, sa, salen);
+	if (l != NULL) {
+		evconnlistener_set_error_cb(l, server_accept_error_cb);
+		srv->listeners[srv->nlisteners++] = l;
+	}
+	return (l);
+}
+
+/* Listen on addr:*port; with port 0, *port becomes the one picked. */
+static void
+server_listen_tcp(struct server *srv, const char *addr, int *port)
+{
+	struct sockaddr_storage	 ss;
+	int			 sslen = sizeof(ss);
+	char			 spec[128];
+	struct evconnlistener	*l;
+	socklen_t		 len = sizeof(ss);
+
+	snprintf(spec, sizeof(spec), strchr(addr, ':') != NULL ? "[%s]:%d" :
+	    "%s:%d", addr, *port);
+	memset(&ss, 0, sizeof(ss));
+	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss,
+	    &sslen) != 0)
+		fatalx("bind %s: not a numeric IPv4 or IPv6 address", addr);
+	if ((l = server_listen_sa(srv, (struct sockaddr *)&ss, sslen)) == NULL)
+		fatal("cannot listen on %s", spec);
+	if (getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&ss,
+	    &len) != 0)
+		fatal("getsockname");
+	*port = ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)&ss)->sin_port);
+	snprintf(spec, sizeof(spec), strchr(addr, ':') != NULL ? "[%s]:%d" :
+	    "%s:%d", addr, *port);
+	log_info("listening on %s", spec);
+}
+
+static void
+server_listen_unix(struct server *srv, const char *path, mode_t perm)
+{
+	struct sockaddr_un	sun;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		fatalx("unixsocket %s: path too long", path);
+	memcpy(sun.sun_path, path, strlen(path));
+	/* A stale socket from a previous run would make bind() fail. */
+	if (unlink(path) != 0 && errno != ENOENT)
+		fatal("unixsocket %s", path);
+	if (server_listen_sa(srv, (struct sockaddr *)&sun, sizeof(sun)) == NULL)
+		fatal("cannot listen on unix:%s", path);
+	if (chmod(path, perm) != 0)
+		fatal("chmod %s", path);
+	log_info("listening on unix:%s", path);
+}
+
+/* maxclients cannot exceed what the file-descriptor limit allows. */
+static void
+server_clip_maxclients(struct config *cfg)
+{
+	struct rlimit	rl;
+	rlim_t		want = (rlim_t)cfg->maxclients + SERVER_RESERVED_FDS;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ||
+		    rl.rlim_max >= want ? want : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < want) {
+		cfg->maxclients = rl.rlim_cur > SERVER_RESERVED_FDS ?
+		    (int64_t)(rl.rlim_cur - SERVER_RESERVED_FDS) : 1;
+		log_warnx("maxclients clipped to %lld by the file-descriptor "
+		    "limit (%llu); raise it (LimitNOFILE=, ulimit -n)",
+		    (long long)cfg->maxclients,
+		    (unsigned long long)rl.rlim_cur);
+	}
+}
+
+void
+server_init(struct server *srv, struct config *cfg, struct event_base *base)
+{
+	struct engine_clock	 clock;
+	size_t			 i;
+	int			 port = (int)cfg->port;
+	struct sem		*s;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->cfg = cfg;
+	srv->base = base;
+	srv->start_ms = timers_now_ms();
+	srv->timers = timers_new(base, &clock);
+	srv->engine = engine_new(&clock, cmd_engine_event, srv,
+	    (uint32_t)cfg->max_semaphores);
+	srv->accept_resume = evtimer_new(base, server_accept_resume_cb, srv);
+	if (srv->accept_resume == NULL)
+		fatalx("evtimer_new");
+
+	for (i = 0; i < cfg->nsems; i++) {
+		if (engine_create(srv->engine, cfg->sems[i].name,
+		    strlen(cfg->sems[i].name), cfg->sems[i].capacity, &s) !=
+		    PERR_NONE)
+			fatalx("cannot create semaphore %s", cfg->sems[i].name);
+	}
+	server_clip_maxclients(cfg);
+	for (i = 0; i < cfg->nbind; i++)
+		server_listen_tcp(srv, cfg->bind[i], &port);
+	if (cfg->unixsocket != NULL)
+		server_listen_unix(srv, cfg->unixsocket,
+		    (mode_t)cfg->unixsocketperm);
+	if (srv->nlisteners == 0)
+		fatalx("nothing to listen on: set bind or unixsocket");
+}
+
+void
+server_shutdown(struct server *srv)
+{
+	struct conn	*c, *tmp;
+	size_t		 i;
+
+	for (i = 0; i < srv->nlisteners; i++)
+		evconnlistener_free(srv->listeners[i]);
+	srv->nlisteners = 0;
+	if (srv->cfg->unixsocket != NULL)
+		unlink(srv->cfg->unixsocket);
+	HASH_ITER(hh, srv->conns, c, tmp)
+		conn_free(c);
+	engine_free(srv->engine);
+	timers_free(srv->timers);
+	event_free(srv->accept_resume);
+}

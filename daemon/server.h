@@ -1,0 +1,50 @@
+/*
+ * server.h: the daemon's one server: listeners, connections, the engine.
+ */
+#ifndef SEMD_SERVER_H
+#define SEMD_SERVER_H
+
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "config.h"
+#include "engine.h"
+#include "proto.h"
+
+struct conn;
+struct timers;
+
+#define SERVER_MAX_LISTENERS	(CONFIG_MAX_BIND + 1)
+
+struct server_stats {
+	uint64_t	connections_total;
+	uint64_t	rejected_total;		/* maxclients, protected mode */
+	uint64_t	commands_total;
+	uint64_t	errors_total;		/* ERR replies */
+	uint64_t	calls[VERB__COUNT];
+};
+
+struct server {
+	struct config		*cfg;
+	struct event_base	*base;
+	struct engine		*engine;
+	struct timers		*timers;
+	struct evconnlistener	*listeners[SERVER_MAX_LISTENERS];
+	size_t			 nlisteners;
+	struct event		*accept_resume;	/* after EMFILE */
+	struct conn		*conns;		/* by id (uthash) */
+	uint32_t		 nconns;
+	uint64_t		 next_conn_id;
+	uint64_t		 start_ms;
+	struct server_stats	 stats;
+};
+
+/* Engine, listeners and config semaphores on base; fatal on failure. */
+void	server_init(struct server *srv, struct config *cfg,
+	    struct event_base *base);
+/* Close every connection and listener and free the engine. */
+void	server_shutdown(struct server *srv);
+
+#endif /* SEMD_SERVER_H */

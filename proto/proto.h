@@ -118,11 +118,20 @@ enum proto_parse_result {
 enum proto_parse_result	 proto_parse(const char *line, size_t len,
 			    struct proto_request *req, struct proto_error *err);
 
+/*
+ * Find the next word of s[0..len) at or after *pos. Words are separated by
+ * runs of ' ' and '\t' only; any other byte (NUL, '\r', 0xff) belongs to a
+ * word. Returns 1, sets *w and moves *pos past the word; 0 when none is left.
+ * The one tokenizer of requests, replies and key=value lists.
+ */
+int			 proto_next_word(const char *s, size_t len, size_t *pos,
+			    struct proto_word *w);
+
 /* "PROTO", "TOOLONG", ...; NULL for PERR_NONE or out of range. */
 const char		*proto_err_name(enum proto_err code);
 /* The code named by name[0..len), or PERR_NONE. */
 enum proto_err		 proto_err_lookup(const char *name, size_t len);
-/* "PING", "ACQUIRE", ... */
+/* "PING", "ACQUIRE", ...; NULL when out of range. */
 const char		*proto_verb_name(enum proto_verb verb);
 
 /* 1 if name[0..len) is a valid semaphore name (1..200 bytes of the alphabet). */
@@ -136,8 +145,9 @@ int			 proto_parse_u64(const char *p, size_t len, uint64_t max,
 			    uint64_t *out);
 
 /*
- * Format "ERR CODE text\r\n"-less line "ERR CODE text" into buf (size
- * bytes, always NUL-terminated); returns the length written, as snprintf.
+ * Format the line "ERR CODE text" (no "\r\n") into buf (size bytes, always
+ * NUL-terminated when size > 0); returns the length of the whole line, as
+ * snprintf does.
  */
 int			 proto_format_err(char *buf, size_t size,
 			    const struct proto_error *err);

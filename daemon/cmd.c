@@ -80,7 +80,8 @@ cmd_reply_engine_err(struct cmd_ctx *ctx, enum proto_err code)
 		text = "is bound to another connection";
 		break;
 	case PERR_NOTLEASE:
-		text = "is bound to its connection, not leased";
+		text = req->verb == VERB_ATTACH ? "is a lease, which no "
+		    "connection owns" : "is bound to its connection, not leased";
 		break;
 	case PERR_BUSY:
 		conn_reply_err(ctx->conn, code, "semaphore '%.*s' has holders "

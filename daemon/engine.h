@@ -133,7 +133,7 @@ typedef void (*engine_event_fn)(void *ctx, const struct engine_event *ev);
 /* Outcome of engine_acquire() when it returns PERR_NONE. */
 enum acquire_status {
 	ACQUIRE_GRANTED,	/* *grant is set */
-	ACQUIRE_QUEUED,		/* *waiter is set; an event will follow */
+	ACQUIRE_QUEUED,		/* queued; a GRANTED or WAIT_TIMEOUT follows */
 	ACQUIRE_TIMEOUT		/* timeout_ms was 0 and it could not be granted */
 };
 
@@ -151,7 +151,10 @@ struct engine_stats {
 /* A new engine; max_sems bounds CREATE (0: no bound). Aborts on ENOMEM. */
 struct engine	*engine_new(const struct engine_clock *clock,
 		    engine_event_fn on_event, void *ctx, uint32_t max_sems);
-/* Free everything, cancel every timer; emits no events. */
+/*
+ * Free everything, cancel every timer; emits no events. Every owner must
+ * have been freed first (engine_owner_free): owners belong to the caller.
+ */
 void		 engine_free(struct engine *e);
 
 /* CREATE: PERR_NONE (also when it exists with that capacity), EXISTS, LIMIT. */
@@ -189,18 +192,35 @@ enum proto_err	 engine_acquire(struct engine *e, struct sem *s,
 /* The grant of that token in s, or NULL (not held / another sem). */
 struct grant	*engine_find_grant(struct engine *e, struct sem *s,
 		    uint64_t token);
-/* RELEASE by o: NOTHELD, NOTOWNER (bound to another owner) or PERR_NONE. */
+/*
+ * RELEASE by o: NOTHELD, NOTOWNER (bound to another owner) or PERR_NONE.
+ * Leases and unowned grants may be released by anyone (o may be NULL).
+ */
 enum proto_err	 engine_release(struct engine *e, struct sem *s,
 		    uint64_t token, struct owner *o);
 /* REFRESH: NOTHELD, NOTLEASE or PERR_NONE (lease ends ms from now). */
 enum proto_err	 engine_refresh(struct engine *e, struct sem *s,
 		    uint64_t token, uint32_t ms);
-/* ATTACH an unowned grant to o: NOTHELD, NOTOWNER or PERR_NONE. */
+/*
+ * ATTACH an unowned grant to o: NOTHELD, NOTOWNER (bound to another owner),
+ * NOTLEASE (a lease: bound to nobody, nothing to take back) or PERR_NONE
+ * (also when o already owns it).
+ */
 enum proto_err	 engine_attach(struct engine *e, struct sem *s,
 		    uint64_t token, struct owner *o);
 /* REVOKE any grant: NOTHELD or PERR_NONE. */
 enum proto_err	 engine_revoke(struct engine *e, struct sem *s,
 		    uint64_t token);
+
+/*
+ * Persistence, after a restart: put back a grant of s under its old token,
+ * as GRANT_LEASE or GRANT_UNOWNED, ending ttl_ms from now (RELEASED with
+ * EXPIRED or UNCLAIMED). Raises the token floor; emits no event; used may
+ * then exceed the capacity. NULL if that token is already held.
+ */
+struct grant	*engine_restore_grant(struct engine *e, struct sem *s,
+		    uint64_t token, uint32_t n, enum grant_kind kind,
+		    uint64_t ttl_ms);
 
 /* Milliseconds left on a lease or reclaim grace; -1 for bound grants. */
 int64_t		 engine_grant_ttl_ms(struct engine *e, const struct grant *g);

@@ -86,21 +86,51 @@ server_listen_sa(struct server *srv, struct sockaddr *sa, int salen)
 	return (l);
 }
 
+/*
+ * Fill *ss with the numeric IPv4 or IPv6 address addr and port; returns
+ * its length, or 0 when addr is not numeric. (evutil_parse_sockaddr_port
+ * refuses port 0, which we need for "port 0".)
+ */
+static int
+server_sockaddr(const char *addr, int port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in	*sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, addr, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		return ((int)sizeof(*sin));
+	}
+	if (inet_pton(AF_INET6, addr, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		return ((int)sizeof(*sin6));
+	}
+	return (0);
+}
+
+/* "addr:port", or "[addr]:port" for IPv6, for the log. */
+static void
+server_format_addr(char *buf, size_t len, const char *addr, int port)
+{
+	snprintf(buf, len, strchr(addr, ':') != NULL ? "[%s]:%d" : "%s:%d",
+	    addr, port);
+}
+
 /* Listen on addr:*port; with port 0, *port becomes the one picked. */
 static void
 server_listen_tcp(struct server *srv, const char *addr, int *port)
 {
 	struct sockaddr_storage	 ss;
-	int			 sslen = sizeof(ss);
-	char			 spec[128];
-	struct evconnlistener	*l;
 	socklen_t		 len = sizeof(ss);
+	struct evconnlistener	*l;
+	char			 spec[128];
+	int			 sslen;
 
-	snprintf(spec, sizeof(spec), strchr(addr, ':') != NULL ? "[%s]:%d" :
-	    "%s:%d", addr, *port);
-	memset(&ss, 0, sizeof(ss));
-	if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss,
-	    &sslen) != 0)
+	server_format_addr(spec, sizeof(spec), addr, *port);
+	if ((sslen = server_sockaddr(addr, *port, &ss)) == 0)
 		fatalx("bind %s: not a numeric IPv4 or IPv6 address", addr);
 	if ((l = server_listen_sa(srv, (struct sockaddr *)&ss, sslen)) == NULL)
 		fatal("cannot listen on %s", spec);
@@ -110,8 +140,7 @@ server_listen_tcp(struct server *srv, const char *addr, int *port)
 	*port = ntohs(ss.ss_family == AF_INET6 ?
 	    ((struct sockaddr_in6 *)&ss)->sin6_port :
 	    ((struct sockaddr_in *)&ss)->sin_port);
-	snprintf(spec, sizeof(spec), strchr(addr, ':') != NULL ? "[%s]:%d" :
-	    "%s:%d", addr, *port);
+	server_format_addr(spec, sizeof(spec), addr, *port);
 	log_info("listening on %s", spec);
 }
 

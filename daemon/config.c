@@ -353,6 +353,20 @@ config_defaults(struct config *cfg)
 	}
 }
 
+/*
+ * The index of the last value of the "--name value..." run starting at
+ * argv[i]: values run up to the next "--name", "-c" or "-t". Both passes
+ * of config_load use it, so they always agree on where a run ends.
+ */
+static int
+config_arg_run_end(int argc, char **argv, int i)
+{
+	while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 &&
+	    strcmp(argv[i + 1], "-c") != 0 && strcmp(argv[i + 1], "-t") != 0)
+		i++;
+	return (i);
+}
+
 int
 config_load(struct config *cfg, int argc, char **argv, int *check_only,
     int *exit_now, char *err, size_t errlen)
@@ -391,11 +405,8 @@ config_load(struct config *cfg, int argc, char **argv, int *check_only,
 			snprintf(err, errlen, "unexpected argument '%.64s' "
 			    "(see semd --help)", argv[i]);
 			return (-1);
-		} else {
-			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2)
-			    != 0)
-				i++;
-		}
+		} else
+			i = config_arg_run_end(argc, argv, i);
 	}
 	if (file != NULL && config_load_file(cfg, file, err, errlen) != 0)
 		return (-1);
@@ -409,10 +420,7 @@ config_load(struct config *cfg, int argc, char **argv, int *check_only,
 		if (strncmp(argv[i], "--", 2) != 0)
 			continue;
 		start = i;
-		while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 &&
-		    strcmp(argv[i + 1], "-c") != 0 &&
-		    strcmp(argv[i + 1], "-t") != 0)
-			i++;
+		i = config_arg_run_end(argc, argv, i);
 		if (config_apply_words(cfg, argv + start, i - start + 1, msg,
 		    sizeof(msg)) != 0) {
 			snprintf(err, errlen, "argument %s: %s", argv[start],

@@ -191,7 +191,8 @@ conn_handle_line(struct conn *c, size_t len)
 		log_warnx("connection %llu from %s sent what looks like HTTP; "
 		    "closing it (cross-protocol attack?)",
 		    (unsigned long long)c->id, c->peer);
-		conn_close_now(c);
+		/* Replies to the requests before it still go out; no more. */
+		conn_close_after_flush(c);
 		return;
 	}
 	switch (proto_parse(c->line, len, &req, &err)) {

@@ -4,8 +4,9 @@
 # are there. Needs root (or sudo) only when something must be installed.
 set -eu
 
-PACKAGES="build-essential autoconf automake pkg-config libevent-dev
-check uthash-dev python3 netcat-openbsd"
+PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev
+libhiredis-dev libedit-dev check uthash-dev python3 netcat-openbsd
+redis-server"
 
 missing=""
 for p in $PACKAGES; do

@@ -351,7 +351,6 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 		log_info("redis %s: rewriting it from memory",
 		    store_address(p->store));
 		batch_full(p, &b);
-		persist_free_stale(p);
 	} else if (persist_backlog(p) > 0 || p->awaits != NULL)
 		batch_from_dirty(p, &b);
 	else {
@@ -363,6 +362,8 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 	p->awaits = NULL;
 	store_submit(p->store, b.ch, b.n);
 	free(b.ch);
+	/* Only now: the batch pointed into the stale names. */
+	persist_free_stale(p);
 }
 
 /* --- answers held back in sync mode --- */
@@ -498,8 +499,11 @@ persist_heartbeat(void *ctx, uint64_t tokens)
 {
 	struct persist	*p = ctx;
 
-	if (tokens >= p->tokens_acked)
+	if (tokens >= p->tokens_acked) {
+		/* A flush that found the heartbeat in flight waits for this. */
+		persist_schedule(p);
 		return;
+	}
 	/* Flushed or restarted empty under us: reconnect and rewrite. */
 	p->resync = 1;
 	store_reconnect(p->store, "its token bound went back: it lost data");

@@ -419,6 +419,12 @@ class PSemd:
             self.port = self.d.port
         return self.d
 
+    def wait_ready(self, timeout=None):
+        """After start(wait_ready=False): wait for `listening on` and
+        `ready` (semd loads its store before it listens)."""
+        self.d._wait_ready("127.0.0.1", timeout or self.timeout)
+        self.port = self.d.port
+
     def kill9(self):
         """kill -9 by PID; checks it died of it and its log has no
         sanitizer report."""

@@ -24,6 +24,7 @@ scripts/install-deps.sh installs it.
 import atexit
 import functools
 import os
+import re
 import shutil
 import signal
 import socket
@@ -400,7 +401,8 @@ class PSemd:
     """A semd started against a Redis, restartable on the same port with
     the same arguments: .d is the running semdtest.Semd."""
 
-    def __init__(self, r, args, grace="2s", port=0, timeout=30.0):
+    def __init__(self, r, args, grace="2s", port=0, timeout=30.0,
+                 start=True):
         self.redis_args = ["--redis", r.addr()]
         if grace is not None:
             self.redis_args += ["--reclaim-grace", grace]
@@ -409,7 +411,8 @@ class PSemd:
         self.restarts = 0
         self.d = None
         self.port = port
-        self.start()
+        if start:
+            self.start()
 
     def start(self, wait_ready=True):
         self.d = start_semd(*(self.redis_args + self.args +
@@ -458,10 +461,14 @@ def start_semd_redis(r, *args, grace="2s", timeout=30.0):
     return PSemd(r, args, grace=grace, timeout=timeout)
 
 
+def log_tail(text, n=30):
+    """The last n lines of a log, indented for a check's details."""
+    return _tail(text, n)
+
+
 def loaded_line(text):
     """The numbers of semd's `loaded S semaphores, G grants (U unowned)
     in T ms` log line: dict or None."""
-    import re
     m = None
     for m in re.finditer(r"loaded (\d+) semaphores?, (\d+) grants? "
                          r"\((\d+) unowned\) in (\d+(?:\.\d+)?) ?ms", text):

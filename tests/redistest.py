@@ -386,6 +386,17 @@ def redis_as_memory(r, prefix=PREFIX):
             for name, s in redis_state(r, prefix)["sems"].items()}
 
 
+def token_of(c, req, timeout=5.0):
+    """Send req; return the token of its `OK <token>` reply, or raise
+    AssertionError with the reply (for loops that should not print one
+    check per request)."""
+    got = c.cmd(req, timeout)
+    m = re.fullmatch(r"OK ([0-9]+)", got)
+    if not m:
+        raise AssertionError("%s: got %r, expected OK <token>" % (req, got))
+    return int(m.group(1))
+
+
 def stats_of(c):
     try:
         return c.stats()

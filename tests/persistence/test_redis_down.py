@@ -45,13 +45,15 @@ def check_back(c, how):
 
 def test_sigstopped():
     with start_redis() as r:
-        p = start_semd_redis(r, "--semaphore", "s", "3")
+        p = start_semd_redis(r, "--semaphore", "s", "3",
+                             "--semaphore", "q", "2")
         a, b, w, x = p.connect(), p.connect(), p.connect(), p.connect()
         tl = expect_token(a, "ACQUIRE s LEASE 60000")
         tb = expect_token(b, "ACQUIRE s")
-        w.send("ACQUIRE s 2 TIMEOUT 60000\r\n")
-        ok(wait_until(lambda: x.info("s")["waiters"] == "1", 10),
-           "ACQUIRE s 2 queues behind used=2 of 3")
+        tq = expect_token(b, "ACQUIRE q 2")
+        w.send("ACQUIRE q 2 TIMEOUT 60000\r\n")
+        ok(wait_until(lambda: x.info("q")["waiters"] == "1", 10),
+           "ACQUIRE q 2 queues behind used=2 of 2")
         check_back(x, "start-up")
 
         r.pause()
@@ -68,31 +70,33 @@ def test_sigstopped():
         is_err(got, "UNAVAILABLE", "ACQUIRE s TIMEOUT 5000 LEASE 1000 while "
                "down -> ERR UNAVAILABLE")
         info = x.info("s")
-        eq((info["used"], info["holders"], info["waiters"]), ("2", "2", "1"),
-           "INFO: used=2 holders=2 waiters=1, nothing granted")
+        eq((info["used"], info["holders"], info["waiters"]), ("2", "2", "0"),
+           "INFO s: used=2 holders=2 waiters=0, nothing granted")
         expect_err(x, "REFRESH s %d 60000" % tl, "UNAVAILABLE",
                    "REFRESH while down -> ERR UNAVAILABLE")
         expect(b, "RELEASE s %d" % tb, "OK", "RELEASE while down -> OK")
         eq(x.info("s")["used"], "1", "the release took effect in memory")
-        ok(w.no_reply(1.5), "the queued ACQUIRE s 2 gets no reply while "
-           "Redis is down, though 2 units are free")
-        ws = x.listing("WAITERS s")
-        ok(len(ws) == 1 and ws[0].get("n") == "2", "WAITERS: it is still "
+        expect(b, "RELEASE q %d" % tq, "OK", "RELEASE q while down -> OK")
+        ok(w.no_reply(1.5), "the queued ACQUIRE q 2 gets no reply while "
+           "Redis is down, though q is free")
+        ws = x.listing("WAITERS q")
+        ok(len(ws) == 1 and ws[0].get("n") == "2", "WAITERS q: it is still "
            "queued", repr(ws))
         expect(x, "PING", "OK PONG", "semd still answers PING")
 
         r.resume()
         check_back(x, "SIGCONT")
         got = w.try_line(20)
-        tw = is_token(got or "", "the queued ACQUIRE s 2 is granted after "
+        tw = is_token(got or "", "the queued ACQUIRE q 2 is granted after "
                       "recovery")
-        ok(wait_until(lambda: sorted(redis_state(r)["sems"]["s"]["grants"])
-                      == sorted([tl, tw]), 10),
-           "Redis: the release made while down is written, the new grant "
+        ok(wait_until(lambda: {n: sorted(v["grants"]) for n, v in
+                               redis_state(r)["sems"].items()} ==
+                      {"s": [tl], "q": [tw]}, 10),
+           "Redis: the releases made while down are written, the new grant "
            "is there", repr(redis_state(r)))
         expect(x, "REFRESH s %d 60000" % tl, "OK 60000",
                "REFRESH works again")
-        expect(w, "RELEASE s %d" % tw, "OK")
+        expect(w, "RELEASE q %d" % tw, "OK")
         expect_token(x, "TRY s", "TRY s works again")
         ok(p.d.alive(), "semd stayed up")
         p.stop()
@@ -137,7 +141,7 @@ def repopulated(r, c):
 
 def test_repopulated_when_empty():
     with start_redis() as r:
-        p = start_semd_redis(r, "--semaphore", "s", "3")
+        p = start_semd_redis(r, "--semaphore", "s", "3", grace="5s")
         a, x = p.connect(), p.connect()
         expect(a, "CREATE dyn 2", "OK")
         tb = expect_token(a, "ACQUIRE s 2")

@@ -229,6 +229,44 @@ def test_semaphores_survive():
         tok = expect_token(x, "ACQUIRE dyn 7")
         eq(x.info("dyn")["used"], "7", "the restored capacity is usable")
         expect(x, "RELEASE dyn %d" % tok, "OK")
+        p.args += ["--semaphore", "extra", "4"]
+        p.restart()
+        y = p.connect()
+        caps = {row["name"]: row["capacity"] for row in y.listing("LIST")}
+        eq(caps, {"cfg": "5", "dyn": "7", "extra": "4"}, "a restart with "
+           "one more --semaphore creates it, the others as they were")
+        ok(wait_until(lambda: redis_state(r)["sems"].get("extra", {}).get(
+            "capacity") == 4, 10), "and writes it to Redis",
+           repr(redis_state(r)))
+        p.stop()
+
+
+def test_refresh_and_revoke_persisted():
+    with start_redis() as r:
+        p = start_semd_redis(r, "--semaphore", "s", "3", grace="5s")
+        a, b = p.connect(), p.connect()
+        tl = expect_token(a, "ACQUIRE s LEASE 5000")
+        tb = expect_token(b, "ACQUIRE s")
+        tk = expect_token(b, "ACQUIRE s")
+        expect(a, "REFRESH s %d 60000" % tl, "OK 60000")
+        now_ms = int(time.time() * 1000)
+        dl = redis_state(r)["sems"]["s"]["grants"].get(tl, {}).get(
+            "deadline_ms")
+        ok(isinstance(dl, int) and now_ms + 55000 <= dl <= now_ms + 61000,
+           "REFRESH is answered after its write: Redis has the new deadline "
+           "at once", "deadline_ms=%r now=%d" % (dl, now_ms))
+        expect(a, "REVOKE s %d" % tb, "OK", "REVOKE of b's bound grant")
+        ok(wait_until(lambda: sorted(redis_state(r)["sems"]["s"]["grants"])
+                      == sorted([tl, tk]), 10),
+           "the revoked grant is removed from Redis", repr(redis_state(r)))
+        p.restart()
+        x = p.connect()
+        hs = holders(x, "s")
+        eq(sorted(hs), sorted([tl, tk]), "after kill -9: the revoked grant "
+           "stays gone, the others are back")
+        ttl = lease_ttl(x, "s", tl)
+        ok(isinstance(ttl, int) and ttl > 50000, "the refreshed lease "
+           "resumes with about 60 s, not its first 5 s", repr(ttl))
         p.stop()
 
 
@@ -257,4 +295,5 @@ def test_tokens_never_go_back():
 
 
 run(test_grants_survive_kill9, test_attach_within_grace, test_leases_resume,
-    test_semaphores_survive, test_tokens_never_go_back, time_limit=150)
+    test_semaphores_survive, test_refresh_and_revoke_persisted,
+    test_tokens_never_go_back, time_limit=180)

@@ -397,6 +397,15 @@ def token_of(c, req, timeout=5.0):
     return int(m.group(1))
 
 
+def attempt(f, *args):
+    """repr(f(*args)), or the exception it raised: for failure details
+    that must not raise themselves."""
+    try:
+        return repr(f(*args))
+    except Exception as e:
+        return "<%s: %s>" % (type(e).__name__, e)
+
+
 def stats_of(c):
     try:
         return c.stats()

@@ -360,6 +360,21 @@ def pairs(flat):
     return dict(zip(flat[0::2], flat[1::2]))
 
 
+def redis_tokens(r, sem, prefix=PREFIX):
+    """The sorted tokens of sem's grants hash in Redis."""
+    return sorted(int(t) for t in
+                  r.cmd("HKEYS", "%s{%s}:grants" % (prefix, sem)) or [])
+
+
+def wait_redis_tokens(r, sem, tokens, desc, timeout=10):
+    """Check that Redis comes to hold exactly these grants of sem (the
+    writes of RELEASE and the like go with the next batch)."""
+    want = sorted(tokens)
+    good = wait_until(lambda: redis_tokens(r, sem) == want, timeout, 0.05)
+    return ok(good, desc, None if good else "Redis has %s, expected %s" %
+              (attempt(redis_tokens, r, sem), want))
+
+
 def holders(c, sem):
     """HOLDERS sem as {token(int): {'n':.., 'kind':.., 'owner':..,
     'ttl_ms':..}}."""

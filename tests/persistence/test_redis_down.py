@@ -120,9 +120,8 @@ def test_killed_and_restarted():
         expect(x, "PING", "OK PONG", "semd answers PING during the outage")
         r.restart()         # same port, same data
         check_back(x, "Redis restarted with its data")
-        ok(wait_until(lambda: not redis_state(r)["sems"]["s"]["grants"], 10),
-           "the release made while Redis was down is written once it is "
-           "back", repr(redis_state(r)))
+        wait_redis_tokens(r, "s", [], "the release made while Redis was "
+                          "down is written once it is back")
         t2 = expect_token(x, "TRY s", "TRY s is granted again")
         ok(t2 > t1, "the new token is above the old one", "%d, %d" % (t2, t1))
         ok(p.d.alive(), "semd stayed up")

@@ -208,7 +208,7 @@ def test_semaphores_survive():
         expect(a, "CREATE gone 2", "OK")
         expect(a, "DELETE gone", "OK")
         expect(a, "RESIZE cfg 5", "OK")
-        ok(wait_until(lambda: {n: s["capacity"] for n, s in
+        ok(wait_until(lambda: {n: v["capacity"] for n, v in
                                redis_state(r)["sems"].items()} ==
                       {"cfg": 5, "dyn": 7}, 10),
            "Redis has cfg=5 and dyn=7 and not the deleted one",
@@ -218,9 +218,16 @@ def test_semaphores_survive():
         p.restart()
         x = p.connect()
         caps = {row["name"]: row["capacity"] for row in x.listing("LIST")}
-        eq(caps, {"cfg": "5", "dyn": "7"}, "after kill -9: LIST has the "
-           "config semaphore (RESIZEd capacity kept: created only if "
-           "missing) and the CREATEd one with its RESIZEd capacity")
+        eq(caps, {"cfg": "3", "dyn": "7"}, "after kill -9: LIST has the "
+           "CREATEd semaphore with its RESIZEd capacity, and the config one "
+           "back at the file's capacity (README: the file is the authority "
+           "for the semaphores it names)")
+        ok([ln for ln in p.d.log_lines() if "cfg" in ln and "capacity" in ln],
+           "semd logs that the file's capacity replaces the stored one",
+           log_tail(p.log_text()))
+        ok(wait_until(lambda: redis_state(r)["sems"].get("cfg", {}).get(
+            "capacity") == 3, 10), "and writes the file's capacity to Redis",
+           attempt(redis_state, r))
         expect_err(x, "INFO gone", "NOSEM", "the DELETEd one stays deleted")
         tok = expect_token(x, "ACQUIRE dyn 7")
         eq(x.info("dyn")["used"], "7", "the restored capacity is usable")
@@ -230,7 +237,7 @@ def test_semaphores_survive():
         p.restart()
         y = p.connect()
         caps = {row["name"]: row["capacity"] for row in y.listing("LIST")}
-        eq(caps, {"cfg": "5", "dyn": "7", "extra": "4"}, "a restart with "
+        eq(caps, {"cfg": "3", "dyn": "7", "extra": "4"}, "a restart with "
            "one more --semaphore creates it, the others as they were")
         ok(wait_until(lambda: redis_state(r)["sems"].get("extra", {}).get(
             "capacity") == 4, 10), "and writes it to Redis",

@@ -281,7 +281,7 @@ def test_chaos():
         note("kills/restarts %d; %s" % (kills, ", ".join(
             "%s=%d" % kv for kv in sorted(counts.items()))))
         note("monitor polls %d" % mon.polls)
-        ok(kills >= max(1, int(SECONDS / 5) - 1),
+        ok(kills >= max(1, int(SECONDS / 8)),
            "(c) semd was killed and restarted %d times" % kills)
         ok(counts.get("grants", 0) >= 2 * CLIENTS,
            "(c) real progress: %d grants acknowledged" %

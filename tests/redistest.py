@@ -428,6 +428,19 @@ def stats_of(c):
         return {}
 
 
+def wait_persistence(c, state, timeout=20):
+    """Poll STATS until persistence=state (ok, down); returns the last
+    STATS seen."""
+    last = {}
+
+    def pred():
+        last.clear()
+        last.update(stats_of(c))
+        return last.get("persistence") == state
+    wait_until(pred, timeout, 0.1)
+    return last
+
+
 # --------------------------------------------------------------------------
 # semd with persistence
 # --------------------------------------------------------------------------

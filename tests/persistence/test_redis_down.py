@@ -16,18 +16,6 @@ sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
 from redistest import *  # noqa: E402,F403
 
 
-def wait_persistence(c, state, timeout=20):
-    """Poll STATS until persistence=state; returns the last STATS."""
-    last = {}
-
-    def pred():
-        last.clear()
-        last.update(stats_of(c))
-        return last.get("persistence") == state
-    wait_until(pred, timeout, 0.1)
-    return last
-
-
 def check_down(c, how):
     st = wait_persistence(c, "down")
     eq(st.get("persistence"), "down", "STATS persistence=down while Redis "

@@ -6,9 +6,11 @@ It builds on semdtest (and re-exports it), so a test script does
     from redistest import *
     def test_x():
         with start_redis() as r:
-            d = start_semd_redis(r, "--semaphore", "s", "2")
+            p = start_semd_redis(r, "--semaphore", "s", "2")
+            c = p.connect()
             ...
-            d = restart_semd(d)          # kill -9, start again, same port
+            p.restart()                  # kill -9, start again, same port
+            c = p.connect()
     run(test_x, time_limit=90)
 
 Every redis-server is started on 127.0.0.1 and a free high port (never
@@ -40,8 +42,6 @@ from semdtest import ok, note, wait_until, start_semd, _tail  # noqa: E402
 
 REDIS_SERVER = os.environ.get("REDIS_SERVER") or shutil.which(
     "redis-server") or "redis-server"
-REDIS_CLI = os.environ.get("REDIS_CLI") or shutil.which(
-    "redis-cli") or "redis-cli"
 
 PREFIX = "semd:"
 

@@ -1,0 +1,579 @@
+"""redistest: a private Redis and semd-with-persistence helpers for the
+persistence tests (tests/persistence/) and the load benchmark.
+
+It builds on semdtest (and re-exports it), so a test script does
+
+    from redistest import *
+    def test_x():
+        with start_redis() as r:
+            p = start_semd_redis(r, "--semaphore", "s", "2")
+            c = p.connect()
+            ...
+            p.restart()                  # kill -9, start again, same port
+            c = p.connect()
+    run(test_x, time_limit=90)
+
+Every redis-server is started on 127.0.0.1 and a free high port (never
+6379), with its own directory, and is always stopped by PID: by the `with`
+block, after each test function (run() below), at exit, and by semdtest's
+watchdog. Running semds are stopped before the Redis servers, so that a
+daemon shutting down still finds its store.
+
+If redis-server is not installed the script FAILS (it does not skip):
+scripts/install-deps.sh installs it.
+"""
+
+import atexit
+import functools
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+import semdtest  # noqa: E402
+from semdtest import *  # noqa: E402,F401,F403
+from semdtest import ok, note, wait_until, start_semd, _tail  # noqa: E402
+
+REDIS_SERVER = os.environ.get("REDIS_SERVER") or shutil.which(
+    "redis-server") or "redis-server"
+
+PREFIX = "semd:"
+
+_redis_live = []         # running Redis objects
+
+
+class RedisError(Exception):
+    """An error reply (-ERR ...) from Redis."""
+
+
+# --------------------------------------------------------------------------
+# A tiny RESP client
+# --------------------------------------------------------------------------
+
+class Resp:
+    """One connection to Redis speaking RESP2. cmd("HGETALL", key) returns
+    str / int / list / None, and raises RedisError on an error reply,
+    OSError or EOFError when the server is gone."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=5.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.settimeout(timeout)
+        self.buf = b""
+
+    @staticmethod
+    def encode(*args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            if not isinstance(a, bytes):
+                a = str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        return b"".join(out)
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError("redis closed the connection")
+            self.buf += data
+        i = self.buf.index(b"\r\n")
+        ln, self.buf = self.buf[:i], self.buf[i + 2:]
+        return ln
+
+    def _bytes(self, n):
+        while len(self.buf) < n + 2:
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError("redis closed the connection")
+            self.buf += data
+        b, self.buf = self.buf[:n], self.buf[n + 2:]
+        return b
+
+    def reply(self):
+        ln = self._line()
+        kind, rest = ln[:1], ln[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RedisError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._bytes(n).decode("latin-1")
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.reply() for _ in range(n)]
+        raise RedisError("bad RESP reply %r" % ln)
+
+    def cmd(self, *args):
+        self.sock.sendall(self.encode(*args))
+        return self.reply()
+
+    def pipeline(self, cmds):
+        """Send many commands at once, read every reply; errors are
+        returned as RedisError objects, not raised."""
+        self.sock.sendall(b"".join(self.encode(*c) for c in cmds))
+        out = []
+        for _ in cmds:
+            try:
+                out.append(self.reply())
+            except RedisError as e:
+                out.append(e)
+        return out
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------
+# A private redis-server
+# --------------------------------------------------------------------------
+
+def free_port():
+    """A free TCP port on 127.0.0.1 (bind to port 0, read it, close)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def require_redis(report=False):
+    """A failing check (not a skip) when redis-server is missing; with
+    report, an "ok" line when it is there."""
+    found = os.access(REDIS_SERVER, os.X_OK) or shutil.which(REDIS_SERVER)
+    if report or not found:
+        ok(found, "redis-server is installed", "%r not found: run "
+           "scripts/install-deps.sh (Debian package redis-server)" %
+           REDIS_SERVER)
+    if not found:
+        raise RuntimeError("redis-server is not installed")
+
+
+class Redis:
+    """A private redis-server: .port, .pid, .dir, .cmd(...), .stop(),
+    .kill(), .restart(empty=False), .pause(), .resume()."""
+
+    def __init__(self, port=None, appendonly=True, fsync="always",
+                 extra=(), timeout=15.0):
+        require_redis()
+        self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix="redistest.")
+        self.appendonly = appendonly
+        self.fsync = fsync
+        self.extra = list(extra)
+        self.proc = None
+        self.paused = False
+        self._conn = None
+        self.generation = 0
+        self.start(timeout)
+
+    # -- life cycle --
+    def argv(self):
+        a = [REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(self.port),
+             "--save", "", "--dir", self.dir, "--daemonize", "no",
+             "--protected-mode", "yes", "--logfile", "",
+             "--appendonly", "yes" if self.appendonly else "no",
+             "--appendfsync", self.fsync]
+        return a + self.extra
+
+    def start(self, timeout=15.0):
+        self.generation += 1
+        self.log_path = os.path.join(self.dir, "redis.%d.log" %
+                                     self.generation)
+        self._logf = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                     stdout=self._logf, stderr=self._logf,
+                                     close_fds=True, cwd=self.dir)
+        self.pid = self.proc.pid
+        self.paused = False
+        if self not in _redis_live:
+            _redis_live.append(self)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("redis-server exited with status %s at "
+                                   "start-up; log:\n%s" %
+                                   (self.proc.returncode, _tail(
+                                       self.log_text())))
+            try:
+                if self.cmd("PING") == "PONG":
+                    return
+            except (OSError, EOFError, RedisError):
+                pass
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise RuntimeError("redis-server on port %d did not answer "
+                                   "PING within %.0f s" %
+                                   (self.port, timeout))
+            time.sleep(0.05)
+
+    def log_text(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=10.0):
+        """Stop by PID (SIGCONT first if paused); SIGKILL after timeout.
+        Returns the exit status."""
+        self._drop_conn()
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            try:
+                if self.paused and sig != signal.SIGKILL:
+                    os.kill(self.pid, signal.SIGCONT)
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.paused = False
+        try:
+            self._logf.close()
+        except OSError:
+            pass
+        return self.proc.returncode
+
+    def kill(self):
+        """kill -9: the data is what the append-only file has."""
+        return self.stop(signal.SIGKILL)
+
+    def restart(self, empty=False, timeout=15.0):
+        """Stop (if running) and start again on the same port, with the
+        same directory (data kept) or, with empty=True, with no data."""
+        if self.alive():
+            self.stop()
+        if empty:
+            for name in os.listdir(self.dir):
+                if not name.startswith("redis."):
+                    p = os.path.join(self.dir, name)
+                    if os.path.isdir(p):
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        os.unlink(p)
+        self.start(timeout)
+
+    def pause(self):
+        """SIGSTOP: connections stay open, nothing is answered."""
+        self._drop_conn()
+        os.kill(self.pid, signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        os.kill(self.pid, signal.SIGCONT)
+        self.paused = False
+
+    def close(self):
+        self.stop()
+        if self in _redis_live:
+            _redis_live.remove(self)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # -- talking to it --
+    def _drop_conn(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def cmd(self, *args):
+        """One command on a cached connection (reconnects once)."""
+        for attempt in (0, 1):
+            try:
+                if self._conn is None:
+                    self._conn = Resp(self.port)
+                return self._conn.cmd(*args)
+            except (OSError, EOFError):
+                self._drop_conn()
+                if attempt:
+                    raise
+
+    def connect(self):
+        return Resp(self.port)
+
+    def addr(self):
+        return "127.0.0.1:%d" % self.port
+
+
+def start_redis(**kw):
+    """Start a private redis-server (see Redis) and wait for PING."""
+    return Redis(**kw)
+
+
+# --------------------------------------------------------------------------
+# Reading semd's keys
+# --------------------------------------------------------------------------
+
+def parse_grant_value(v):
+    """'n=2 kind=lease deadline_ms=123' -> {'n': 2, 'kind': 'lease',
+    'deadline_ms': 123}."""
+    d = {}
+    for w in v.split():
+        k, _, x = w.partition("=")
+        d[k] = int(x) if x.isdigit() else x
+    return d
+
+
+def redis_state(r, prefix=PREFIX):
+    """semd's data in Redis: {'tokens': int or None,
+    'sems': {name: {'capacity': int or None,
+                    'grants': {token(int): {'n':..,'kind':..,
+                                            'deadline_ms':..}}}}}."""
+    tok = r.cmd("GET", prefix + "tokens")
+    st = {"tokens": int(tok) if tok is not None else None, "sems": {}}
+    for name in r.cmd("SMEMBERS", prefix + "sems") or []:
+        h = pairs(r.cmd("HGETALL", "%s{%s}:sem" % (prefix, name)))
+        g = pairs(r.cmd("HGETALL", "%s{%s}:grants" % (prefix, name)))
+        st["sems"][name] = {
+            "capacity": int(h["capacity"]) if "capacity" in h else None,
+            "grants": {int(k): parse_grant_value(v) for k, v in g.items()}}
+    return st
+
+
+def pairs(flat):
+    flat = flat or []
+    return dict(zip(flat[0::2], flat[1::2]))
+
+
+def redis_tokens(r, sem, prefix=PREFIX):
+    """The sorted tokens of sem's grants hash in Redis."""
+    return sorted(int(t) for t in
+                  r.cmd("HKEYS", "%s{%s}:grants" % (prefix, sem)) or [])
+
+
+def wait_redis_tokens(r, sem, tokens, desc, timeout=10):
+    """Check that Redis comes to hold exactly these grants of sem (the
+    writes of RELEASE and the like go with the next batch)."""
+    want = sorted(tokens)
+    good = wait_until(lambda: redis_tokens(r, sem) == want, timeout, 0.05)
+    return ok(good, desc, None if good else "Redis has %s, expected %s" %
+              (attempt(redis_tokens, r, sem), want))
+
+
+def holders(c, sem):
+    """HOLDERS sem as {token(int): {'n':.., 'kind':.., 'owner':..,
+    'ttl_ms':..}}."""
+    return {int(h["token"]): h for h in c.listing("HOLDERS " + sem)}
+
+
+def memory_state(c):
+    """What semd holds, in redis_state()'s shape (without deadlines):
+    {name: {'capacity': int, 'grants': {token: (n, kind)}}}."""
+    out = {}
+    for row in c.listing("LIST"):
+        name = row["name"]
+        out[name] = {"capacity": int(row["capacity"]),
+                     "grants": {t: (int(h["n"]), h["kind"]) for t, h in
+                                holders(c, name).items()}}
+    return out
+
+
+def redis_as_memory(r, prefix=PREFIX):
+    """redis_state() in memory_state()'s shape, for comparisons."""
+    return {name: {"capacity": s["capacity"],
+                   "grants": {t: (g.get("n"), g.get("kind"))
+                              for t, g in s["grants"].items()}}
+            for name, s in redis_state(r, prefix)["sems"].items()}
+
+
+def token_of(c, req, timeout=5.0):
+    """Send req; return the token of its `OK <token>` reply, or raise
+    AssertionError with the reply (for loops that should not print one
+    check per request)."""
+    got = c.cmd(req, timeout)
+    m = re.fullmatch(r"OK ([0-9]+)", got)
+    if not m:
+        raise AssertionError("%s: got %r, expected OK <token>" % (req, got))
+    return int(m.group(1))
+
+
+def attempt(f, *args):
+    """repr(f(*args)), or the exception it raised: for failure details
+    that must not raise themselves."""
+    try:
+        return repr(f(*args))
+    except Exception as e:
+        return "<%s: %s>" % (type(e).__name__, e)
+
+
+def stats_of(c):
+    try:
+        return c.stats()
+    except Exception:
+        return {}
+
+
+def wait_persistence(c, state, timeout=20):
+    """Poll STATS until persistence=state (ok, down); returns the last
+    STATS seen."""
+    last = {}
+
+    def pred():
+        last.clear()
+        last.update(stats_of(c))
+        return last.get("persistence") == state
+    wait_until(pred, timeout, 0.1)
+    return last
+
+
+# --------------------------------------------------------------------------
+# semd with persistence
+# --------------------------------------------------------------------------
+
+class PSemd:
+    """A semd started against a Redis, restartable on the same port with
+    the same arguments: .d is the running semdtest.Semd."""
+
+    def __init__(self, r, args, grace="2s", port=0, timeout=30.0,
+                 start=True):
+        self.redis_args = ["--redis", r.addr()]
+        if grace is not None:
+            self.redis_args += ["--reclaim-grace", grace]
+        self.args = list(args)
+        self.timeout = timeout
+        self.restarts = 0
+        self.d = None
+        self.port = port
+        if start:
+            self.start()
+
+    def start(self, wait_ready=True):
+        self.d = start_semd(*(self.redis_args + self.args +
+                              ["--port", str(self.port)]),
+                            timeout=self.timeout, wait_ready=wait_ready)
+        if wait_ready:
+            self.port = self.d.port
+        return self.d
+
+    def wait_ready(self, timeout=None):
+        """After start(wait_ready=False): wait for `listening on` and
+        `ready` (semd loads its store before it listens)."""
+        self.d._wait_ready("127.0.0.1", timeout or self.timeout)
+        self.port = self.d.port
+
+    def kill9(self):
+        """kill -9 by PID; checks it died of it and its log has no
+        sanitizer report."""
+        d = self.d
+        d.check_exit = False
+        status = d.stop(sig=signal.SIGKILL)
+        ok(status == -signal.SIGKILL, "semd pid %d was alive until kill -9"
+           % d.pid, "exit status %s before the kill; log tail:\n%s" %
+           (status, _tail(d.log_text())))
+        return status
+
+    def restart(self):
+        """kill -9, then start again on the same port and arguments."""
+        self.kill9()
+        self.restarts += 1
+        return self.start()
+
+    def connect(self, **kw):
+        return self.d.connect(**kw)
+
+    def stop(self, sig=signal.SIGTERM):
+        return self.d.stop(sig=sig)
+
+    def log_text(self):
+        return self.d.log_text()
+
+
+def start_semd_redis(r, *args, grace="2s", timeout=30.0):
+    """semd --redis 127.0.0.1:PORT --reclaim-grace GRACE ARGS... on a
+    free port; returns a PSemd (restart() keeps the port)."""
+    return PSemd(r, args, grace=grace, timeout=timeout)
+
+
+def log_tail(text, n=30):
+    """The last n lines of a log, indented for a check's details."""
+    return _tail(text, n)
+
+
+def loaded_line(text):
+    """The numbers of semd's `loaded S semaphores, G grants (U unowned)
+    in T ms` log line: dict or None."""
+    m = None
+    for m in re.finditer(r"loaded (\d+) semaphores?, (\d+) grants? "
+                         r"\((\d+) unowned\) in (\d+(?:\.\d+)?) ?ms", text):
+        pass
+    if not m:
+        return None
+    return {"sems": int(m.group(1)), "grants": int(m.group(2)),
+            "unowned": int(m.group(3)), "ms": float(m.group(4))}
+
+
+# --------------------------------------------------------------------------
+# Cleanup and running
+# --------------------------------------------------------------------------
+
+def _stop_all_redis():
+    for r in list(_redis_live):
+        try:
+            r.close()
+        except Exception:
+            try:
+                os.kill(r.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+_semd_stop_all = semdtest._stop_all
+
+
+def _stop_everything():
+    """Every semd first (it may flush to its store), then every Redis."""
+    _semd_stop_all()
+    _stop_all_redis()
+
+
+# semdtest's watchdog and signal handlers call its module-global _stop_all
+# at the time they fire: make them stop the Redis servers too.
+semdtest._stop_all = _stop_everything
+atexit.register(_stop_everything)    # runs before semdtest's (LIFO)
+
+
+def _with_cleanup(t):
+    @functools.wraps(t)
+    def wrapper():
+        try:
+            t()
+        finally:
+            for d in list(semdtest._live):
+                d.stop()
+            _stop_all_redis()
+    return wrapper
+
+
+def run(*tests, time_limit=120):
+    """semdtest.run, but each test's Redis servers are stopped after its
+    semds, whatever happens; a missing redis-server is a failure."""
+    try:
+        require_redis(report=True)
+    except RuntimeError:
+        sys.exit(1)
+    semdtest.run(*[_with_cleanup(t) for t in tests], time_limit=time_limit)

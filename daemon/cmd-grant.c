@@ -2,12 +2,32 @@
  * cmd-grant.c: commands about permits: ACQUIRE, TRY, RELEASE, REFRESH,
  * ATTACH, CHECK, REVOKE; and the engine observer that answers a blocked
  * ACQUIRE once the engine grants it or its wait runs out.
+ *
+ * In sync persistence a grant (and a REFRESH) is answered only once it is
+ * written: the connection stays blocked and persist calls cmd_persisted().
  */
 #include <stdio.h>
 
 #include "cmd.h"
 #include "conn.h"
+#include "persist.h"
 #include "server.h"
+
+#define UNAVAILABLE_TEXT	"persistence is required but redis is " \
+				"unreachable; nothing was granted"
+
+/* A grant for c: answer it now, or once it is written (sync mode). */
+static enum cmd_result
+cmd_granted(struct conn *c, uint64_t token)
+{
+	if (persist_defers_replies(c->srv->persist)) {
+		persist_await(c->srv->persist, c->id, AWAIT_GRANT, token, 0);
+		c->awaiting_store = 1;
+		return (CMD_BLOCKED);
+	}
+	conn_reply(c, "OK %llu", (unsigned long long)token);
+	return (CMD_DONE);
+}
 
 /* ACQUIRE and TRY (which the parser gave timeout_ms 0). */
 enum cmd_result
@@ -26,10 +46,13 @@ cmd_acquire(struct cmd_ctx *ctx)
 		    req->n, ctx->sem->capacity, ctx->sem->name);
 		return (CMD_DONE);
 	}
+	if (err == PERR_UNAVAILABLE) {
+		conn_reply_err(c, err, UNAVAILABLE_TEXT);
+		return (CMD_DONE);
+	}
 	switch (status) {
 	case ACQUIRE_GRANTED:
-		conn_reply(c, "OK %llu", (unsigned long long)g->token);
-		return (CMD_DONE);
+		return (cmd_granted(c, g->token));
 	case ACQUIRE_TIMEOUT:
 		conn_reply(c, "TIMEOUT");
 		return (CMD_DONE);
@@ -58,14 +81,28 @@ enum cmd_result
 cmd_refresh(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
+	struct persist	*p = c->srv->persist;
 	enum proto_err	 err;
 
+	/* A longer lease is a promise: like a grant, it must be written. */
+	if (persist_unavailable(p)) {
+		conn_reply_err(c, PERR_UNAVAILABLE, "persistence is required "
+		    "but redis is unreachable; the lease was not extended");
+		return (CMD_DONE);
+	}
 	err = engine_refresh(c->srv->engine, ctx->sem, ctx->req->token,
 	    ctx->req->ms);
-	if (err != PERR_NONE)
+	if (err != PERR_NONE) {
 		cmd_reply_engine_err(ctx, err);
-	else
-		conn_reply(c, "OK %u", ctx->req->ms);
+		return (CMD_DONE);
+	}
+	if (persist_defers_replies(p)) {
+		persist_await(p, c->id, AWAIT_REFRESH, ctx->req->token,
+		    ctx->req->ms);
+		c->awaiting_store = 1;
+		return (CMD_BLOCKED);
+	}
+	conn_reply(c, "OK %u", ctx->req->ms);
 	return (CMD_DONE);
 }
 
@@ -134,8 +171,8 @@ cmd_engine_event(void *ctx, const struct engine_event *ev)
 	case ENGINE_EV_GRANTED:
 		if (c == NULL)
 			break;
-		conn_reply(c, "OK %llu", (unsigned long long)ev->grant->token);
-		conn_unblock(c);
+		if (cmd_granted(c, ev->grant->token) == CMD_DONE)
+			conn_unblock(c);
 		break;
 	case ENGINE_EV_WAIT_TIMEOUT:
 		conn_reply(c, "TIMEOUT");
@@ -144,4 +181,30 @@ cmd_engine_event(void *ctx, const struct engine_event *ev)
 	default:
 		break;
 	}
+}
+
+/*
+ * Persistence wrote (ok) or failed to write the change behind a held-back
+ * reply. The connection may be gone by now: it is looked up by id.
+ */
+void
+cmd_persisted(void *ctx, uint64_t conn_id, enum persist_await_kind kind,
+    uint64_t token, uint32_t ms, int ok)
+{
+	struct server	*srv = ctx;
+	struct conn	*c;
+
+	HASH_FIND(hh, srv->conns, &conn_id, sizeof(conn_id), c);
+	if (c == NULL)
+		return;
+	c->awaiting_store = 0;
+	if (!ok)
+		conn_reply_err(c, PERR_UNAVAILABLE, kind == AWAIT_GRANT ?
+		    UNAVAILABLE_TEXT : "redis failed to store the refresh; "
+		    "do not trust the lease beyond its previous end");
+	else if (kind == AWAIT_GRANT)
+		conn_reply(c, "OK %llu", (unsigned long long)token);
+	else
+		conn_reply(c, "OK %u", ms);
+	conn_unblock(c);
 }

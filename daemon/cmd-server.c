@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "conn.h"
+#include "persist.h"
 #include "server.h"
 #include "timers.h"
 
@@ -61,6 +62,19 @@ cmd_quit(struct cmd_ctx *ctx)
 	return (CMD_DONE);
 }
 
+/* A text as one key=value word: blanks become '_', empty becomes '-'. */
+static void
+cmd_stats_word(char *buf, size_t len, const char *text)
+{
+	size_t	i;
+
+	snprintf(buf, len, "%s", text[0] != '\0' ? text : "-");
+	for (i = 0; buf[i] != '\0'; i++) {
+		if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '=')
+			buf[i] = '_';
+	}
+}
+
 /* STATS: "OK k", then version, persistence and the counters below. */
 enum cmd_result
 cmd_stats(struct cmd_ctx *ctx)
@@ -68,10 +82,14 @@ cmd_stats(struct cmd_ctx *ctx)
 	struct conn		*c = ctx->conn;
 	struct server		*srv = c->srv;
 	struct engine_stats	 es;
+	struct persist_stats	 ps;
 	uint64_t		 uptime_ms = timers_now_ms() - srv->start_ms;
 	size_t			 i;
+	char			 error[256];
 
 	engine_get_stats(srv->engine, &es);
+	persist_get_stats(srv->persist, &ps);
+	cmd_stats_word(error, sizeof(error), ps.last_error);
 	const struct {
 		const char	*key;
 		uint64_t	 value;
@@ -93,12 +111,19 @@ cmd_stats(struct cmd_ctx *ctx)
 		{ "timeouts",		es.timeouts_total },
 		{ "expired",		es.expired_total },
 		{ "revoked",		es.revoked_total },
+		{ "persistence_backlog", ps.backlog },
+		{ "persistence_resync",	(uint64_t)ps.resync },
+		{ "persistence_batches", ps.batches },
+		{ "persistence_failures", ps.failures },
 	};
 	const size_t ncounters = sizeof(counters) / sizeof(counters[0]);
 
-	conn_reply(c, "OK %zu", ncounters + 2);
+	conn_reply(c, "OK %zu", ncounters + 5);
 	conn_reply(c, "version=%s", PACKAGE_VERSION);
-	conn_reply(c, "persistence=off");
+	conn_reply(c, "persistence=%s", ps.state);
+	conn_reply(c, "persistence_mode=%s", ps.mode);
+	conn_reply(c, "persistence_last_error=%s", error);
+	conn_reply(c, "redis_durability=%s", ps.durability);
 	for (i = 0; i < ncounters; i++)
 		conn_reply(c, "%s=%llu", counters[i].key,
 		    (unsigned long long)counters[i].value);

@@ -11,6 +11,7 @@
 #define SEMD_CMD_H
 
 #include "engine.h"
+#include "persist.h"
 #include "proto.h"
 
 struct conn;
@@ -31,8 +32,15 @@ typedef enum cmd_result (*cmd_fn)(struct cmd_ctx *ctx);
 /* Run one parsed request on c. */
 enum cmd_result	 cmd_dispatch(struct conn *c, const struct proto_request *req);
 
-/* The engine observer: answers waiters when they are granted or time out. */
+/*
+ * The engine observer: answers waiters when they are granted or time out
+ * (in sync mode, a grant's answer waits for persistence: cmd_persisted).
+ */
 void		 cmd_engine_event(void *ctx, const struct engine_event *ev);
+/* persist_answer_fn: a held-back grant or REFRESH is written, or not. */
+void		 cmd_persisted(void *ctx, uint64_t conn_id,
+		    enum persist_await_kind kind, uint64_t token, uint32_t ms,
+		    int ok);
 
 enum cmd_result	 cmd_ping(struct cmd_ctx *);
 enum cmd_result	 cmd_auth(struct cmd_ctx *);

@@ -28,8 +28,14 @@ enum config_type {
 	CONF_STRING,
 	CONF_LOGLEVEL,
 	CONF_BIND,	/* one or more addresses */
-	CONF_SEMAPHORE	/* NAME CAPACITY, repeatable */
+	CONF_SEMAPHORE,	/* NAME CAPACITY, repeatable */
+	CONF_PERSISTENCE /* none | sync | async */
 };
+
+/* persistence left unset: none without redis, sync with it. */
+#define PERSIST_UNSET	(-1)
+
+static const char *const persist_mode_names[] = { "none", "sync", "async" };
 
 struct config_directive {
 	const char		*name;
@@ -59,6 +65,17 @@ static const struct config_directive directives[] = {
 	{ "logfile",		CONF_STRING, 0, 0, NULL, OFF(logfile) },
 	{ "pidfile",		CONF_STRING, 0, 0, NULL, OFF(pidfile) },
 	{ "semaphore",		CONF_SEMAPHORE, 1, PROTO_INT_MAX, NULL, 0 },
+	{ "persistence",	CONF_PERSISTENCE, 0, 0, NULL, OFF(persistence) },
+	{ "redis",		CONF_STRING, 0, 0, NULL, OFF(redis) },
+	{ "redis-password",	CONF_STRING, 0, 0, NULL, OFF(redis_password) },
+	{ "redis-db",		CONF_INT, 0, 65535, "0", OFF(redis_db) },
+	{ "redis-prefix",	CONF_STRING, 0, 0, "semd:", OFF(redis_prefix) },
+	{ "redis-timeout",	CONF_DURATION, 10, 60000, "1s",
+	    OFF(redis_timeout_ms) },
+	{ "reclaim-grace",	CONF_DURATION, 0, 86400000, "10s",
+	    OFF(reclaim_grace_ms) },
+	{ "persistence-backlog", CONF_INT, 1, 100000000, "100000",
+	    OFF(persistence_backlog) },
 };
 #undef OFF
 
@@ -73,7 +90,9 @@ static const char usage_text[] =
 "\n"
 "directives: bind port unixsocket unixsocketperm requirepass protected-mode\n"
 "            maxclients max-line max-output max-semaphores tcp-keepalive\n"
-"            loglevel logfile pidfile semaphore\n"
+"            loglevel logfile pidfile semaphore persistence redis\n"
+"            redis-password redis-db redis-prefix redis-timeout\n"
+"            reclaim-grace persistence-backlog\n"
 "See semd.conf for each directive, its default and its range.\n";
 
 static const struct config_directive *
@@ -217,6 +236,17 @@ config_apply(struct config *cfg, const struct config_directive *d,
 			return (-1);
 		}
 		break;
+	case CONF_PERSISTENCE:
+		for (v = 0; v < 3; v++) {
+			if (strcasecmp(argv[0], persist_mode_names[v]) == 0)
+				break;
+		}
+		if (v == 3) {
+			snprintf(err, errlen, "persistence must be none, sync "
+			    "or async, not '%.32s'", argv[0]);
+			return (-1);
+		}
+		break;
 	case CONF_LOGLEVEL:
 		if ((v = log_level_parse(argv[0])) < 0) {
 			snprintf(err, errlen, "loglevel must be debug, info, "
@@ -342,6 +372,7 @@ config_defaults(struct config *cfg)
 	size_t	 i;
 
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->persistence = PERSIST_UNSET;
 	for (i = 0; i < sizeof(directives) / sizeof(directives[0]); i++) {
 		if (directives[i].default_value == NULL)
 			continue;
@@ -351,6 +382,47 @@ config_defaults(struct config *cfg)
 		    sizeof(err)) != 0)
 			abort();	/* a bad default is a bug */
 	}
+}
+
+const char *
+config_persist_mode_name(enum persist_mode mode)
+{
+	return (persist_mode_names[mode]);
+}
+
+/* Checks that span directives, once everything is read. */
+static int
+config_finish(struct config *cfg, char *err, size_t errlen)
+{
+	const char	*colon;
+
+	if (cfg->persistence == PERSIST_UNSET)
+		cfg->persistence = cfg->redis != NULL ? PERSIST_SYNC :
+		    PERSIST_NONE;
+	if (cfg->persistence != PERSIST_NONE && cfg->redis == NULL) {
+		snprintf(err, errlen, "persistence %s needs a redis "
+		    "HOST:PORT or redis unix:PATH",
+		    persist_mode_names[cfg->persistence]);
+		return (-1);
+	}
+	if (cfg->redis != NULL && strncmp(cfg->redis, "unix:", 5) != 0) {
+		colon = strrchr(cfg->redis, ':');
+		if (colon == NULL || colon == cfg->redis ||
+		    colon[1] == '\0' || strspn(colon + 1, "0123456789") !=
+		    strlen(colon + 1) || atoi(colon + 1) < 1 ||
+		    atoi(colon + 1) > 65535 || strlen(colon + 1) > 5) {
+			snprintf(err, errlen, "redis must be HOST:PORT or "
+			    "unix:PATH, not '%.64s'", cfg->redis);
+			return (-1);
+		}
+	}
+	if (cfg->redis != NULL && strcmp(cfg->redis, "unix:") == 0) {
+		snprintf(err, errlen, "redis unix: needs a path");
+		return (-1);
+	}
+	if (cfg->redis_prefix == NULL)
+		cfg->redis_prefix = xstrdup("");
+	return (0);
 }
 
 /*
@@ -428,7 +500,7 @@ config_load(struct config *cfg, int argc, char **argv, int *check_only,
 			return (-1);
 		}
 	}
-	return (0);
+	return (config_finish(cfg, err, errlen));
 }
 
 void
@@ -445,5 +517,8 @@ config_free(struct config *cfg)
 	free(cfg->requirepass);
 	free(cfg->logfile);
 	free(cfg->pidfile);
+	free(cfg->redis);
+	free(cfg->redis_password);
+	free(cfg->redis_prefix);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -13,6 +13,13 @@
 
 #define CONFIG_MAX_BIND		16
 
+/* persistence: what a grant's reply waits for. */
+enum persist_mode {
+	PERSIST_NONE,	/* memory only */
+	PERSIST_SYNC,	/* a grant is answered once Redis has it */
+	PERSIST_ASYNC	/* answered at once, written behind in order */
+};
+
 /* A "semaphore NAME CAPACITY" line: created at start-up. */
 struct config_sem {
 	char		*name;
@@ -37,7 +44,19 @@ struct config {
 	char			*pidfile;
 	struct config_sem	*sems;
 	size_t			 nsems;
+
+	int64_t			 persistence;	/* enum persist_mode */
+	char			*redis;		/* "HOST:PORT" or "unix:PATH" */
+	char			*redis_password;
+	int64_t			 redis_db;
+	char			*redis_prefix;
+	int64_t			 redis_timeout_ms;
+	int64_t			 reclaim_grace_ms;
+	int64_t			 persistence_backlog;
 };
+
+/* "none", "sync" or "async". */
+const char	*config_persist_mode_name(enum persist_mode mode);
 
 /*
  * Fill *cfg from defaults, then the file given with -c (if any), then the

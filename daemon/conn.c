@@ -273,13 +273,16 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	(void)bev;
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
-	    c->state == CONN_READY) {
+	    (c->state == CONN_READY ||
+	    (c->state == CONN_BLOCKED && c->awaiting_store))) {
 		/*
 		 * The peer finished sending (perhaps only half-closed, as
-		 * "nc -q1" does): answer what it sent, then close.
+		 * "nc -q1" does): answer what it sent, then close. A grant
+		 * already made and only being written is answered too.
 		 */
 		c->peer_eof = 1;
-		conn_take_lines(c);
+		if (c->state == CONN_READY)
+			conn_take_lines(c);
 		return;
 	}
 	/* Errors, timeouts, and EOF while blocked: the waiter goes too. */

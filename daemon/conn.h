@@ -39,6 +39,7 @@ struct conn {
 	enum conn_state		 state;
 	int			 authed;
 	int			 peer_eof;	/* the peer will send no more */
+	int			 awaiting_store; /* blocked on a write, not a wait */
 	char			*line;		/* max-line + 2 bytes */
 	char			 peer[64];
 	UT_hash_handle		 hh;		/* srv->conns by id */

@@ -47,6 +47,7 @@ struct engine {
 	uint64_t		 last_token;
 	uint64_t		 nwaiters;
 	uint64_t		 nowners;
+	int			 held;		/* engine_hold_grants() */
 	struct engine_stats	 stats;		/* the *_total counters */
 };
 
@@ -215,7 +216,10 @@ grant_release(struct engine *e, struct grant *g,
 	struct sem	*s = g->sem;
 
 	grant_unlink(e, g);
-	e->stats.releases_total++;
+	if (reason == RELEASE_UNDONE)
+		e->stats.grants_total--;
+	else
+		e->stats.releases_total++;
 	if (reason == RELEASE_EXPIRED)
 		e->stats.expired_total++;
 	else if (reason == RELEASE_REVOKED)
@@ -271,6 +275,8 @@ sem_wake(struct engine *e, struct sem *s)
 	uint32_t	 n;
 	int64_t		 lease_ms;
 
+	if (e->held)
+		return;
 	while ((w = s->queue) != NULL && s->used + w->n <= s->capacity) {
 		cookie = w->cookie;
 		o = w->owner;
@@ -422,6 +428,8 @@ engine_acquire(struct engine *e, struct sem *s, struct owner *o, uint32_t n,
 	*grant = NULL;
 	if (n > s->capacity)
 		return (PERR_RANGE);
+	if (e->held)
+		return (PERR_UNAVAILABLE);
 	if (s->queue == NULL && s->used + n <= s->capacity) {
 		*grant = grant_make(e, s, o, n, lease_ms, NULL);
 		*status = ACQUIRE_GRANTED;
@@ -526,6 +534,34 @@ engine_revoke(struct engine *e, struct sem *s, uint64_t token)
 		return (PERR_NOTHELD);
 	grant_release(e, g, RELEASE_REVOKED);
 	return (PERR_NONE);
+}
+
+struct grant *
+engine_grant_by_token(struct engine *e, uint64_t token)
+{
+	struct grant	*g;
+
+	HASH_FIND(hh, e->grants, &token, sizeof(token), g);
+	return (g);
+}
+
+void
+engine_undo_grant(struct engine *e, struct grant *g)
+{
+	grant_release(e, g, RELEASE_UNDONE);
+}
+
+void
+engine_hold_grants(struct engine *e, int hold)
+{
+	struct sem	*s, *tmp;
+
+	e->held = hold;
+	if (hold)
+		return;
+	/* A queue may have been held back with room to spare: serve it. */
+	HASH_ITER(hh, e->sems, s, tmp)
+		sem_wake(e, s);
 }
 
 struct grant *

@@ -112,7 +112,8 @@ enum engine_release_reason {
 	RELEASE_REVOKED,	/* REVOKE */
 	RELEASE_EXPIRED,	/* the lease ran out */
 	RELEASE_CLOSED,		/* the owning connection closed */
-	RELEASE_UNCLAIMED	/* nobody ATTACHed within the reclaim grace */
+	RELEASE_UNCLAIMED,	/* nobody ATTACHed within the reclaim grace */
+	RELEASE_UNDONE		/* its grant could not be persisted */
 };
 
 struct engine_event {
@@ -180,7 +181,8 @@ void		 engine_owner_free(struct engine *e, struct owner *o);
 
 /*
  * ACQUIRE/TRY. timeout_ms -1 waits for ever, lease_ms -1 binds the grant to
- * the owner. Returns RANGE when n > capacity; else PERR_NONE and *status.
+ * the owner. Returns RANGE when n > capacity, UNAVAILABLE while grants
+ * are held (engine_hold_grants); else PERR_NONE and *status.
  * A queued waiter later produces exactly one GRANTED or WAIT_TIMEOUT event
  * carrying cookie, unless its owner is freed first.
  */
@@ -211,6 +213,22 @@ enum proto_err	 engine_attach(struct engine *e, struct sem *s,
 /* REVOKE any grant: NOTHELD or PERR_NONE. */
 enum proto_err	 engine_revoke(struct engine *e, struct sem *s,
 		    uint64_t token);
+
+/* The grant of that token in any semaphore, or NULL. */
+struct grant	*engine_grant_by_token(struct engine *e, uint64_t token);
+/*
+ * Take back a grant that was made but could not be persisted, as if it had
+ * never been answered (RELEASED with RELEASE_UNDONE). Not counted as a
+ * release, nor in grants_total.
+ */
+void		 engine_undo_grant(struct engine *e, struct grant *g);
+/*
+ * Hold every grant while the store that must acknowledge them is down:
+ * engine_acquire() answers UNAVAILABLE (and queues nothing), waiters stay
+ * queued and no wake grants anything. Lifting the hold serves every queue,
+ * as a release would.
+ */
+void		 engine_hold_grants(struct engine *e, int hold);
 
 /*
  * Persistence, after a restart: put back a grant of s under its old token,

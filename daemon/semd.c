@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -89,10 +90,11 @@ main(int argc, char **argv)
 
 	log_info("semd %s starting (pid %ld, %s)", PACKAGE_VERSION,
 	    (long)getpid(), event_base_get_method(base));
+	/* Jitter for reconnection backoff: instances must not align. */
+	srandom((unsigned)getpid() ^ (unsigned)time(NULL));
 	server_init(&srv, &cfg, base);
 	if (cfg.pidfile != NULL)
 		semd_write_pidfile(cfg.pidfile);
-	log_info("ready to accept connections");
 
 	event_base_dispatch(base);
 

@@ -21,6 +21,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "log.h"
+#include "persist.h"
 #include "server.h"
 #include "timers.h"
 
@@ -159,6 +160,7 @@ server_listen_unix(struct server *srv, const char *path, mode_t perm)
 		fatal("unixsocket %s", path);
 	if (server_listen_sa(srv, (struct sockaddr *)&sun, sizeof(sun)) == NULL)
 		fatal("cannot listen on unix:%s", path);
+	srv->unix_bound = 1;
 	if (chmod(path, perm) != 0)
 		fatal("chmod %s", path);
 	log_info("listening on unix:%s", path);
@@ -189,32 +191,57 @@ server_clip_maxclients(struct config *cfg)
 	}
 }
 
-void
-server_init(struct server *srv, struct config *cfg, struct event_base *base)
+/*
+ * The engine observer: persistence records the change first, then the
+ * commands answer the waiters it concerns.
+ */
+static void
+server_engine_event(void *ctx, const struct engine_event *ev)
 {
-	struct engine_clock	 clock;
-	size_t			 i;
-	int			 port = (int)cfg->port;
-	struct sem		*s;
+	struct server	*srv = ctx;
 
-	memset(srv, 0, sizeof(*srv));
-	srv->cfg = cfg;
-	srv->base = base;
-	srv->start_ms = timers_now_ms();
-	srv->timers = timers_new(base, &clock);
-	srv->engine = engine_new(&clock, cmd_engine_event, srv,
-	    (uint32_t)cfg->max_semaphores);
-	srv->accept_resume = evtimer_new(base, server_accept_resume_cb, srv);
-	if (srv->accept_resume == NULL)
-		fatalx("evtimer_new");
+	if (srv->persist != NULL)
+		persist_observe(srv->persist, ev);
+	cmd_engine_event(srv, ev);
+}
+
+/*
+ * The state is loaded: create the config file's semaphores. The file is
+ * the authority for the semaphores it names: a capacity changed since by
+ * RESIZE goes back to the file's, with a notice.
+ */
+static void
+server_loaded_cb(void *arg)
+{
+	struct server	*srv = arg;
+	struct config	*cfg = srv->cfg;
+	struct sem	*s;
+	size_t		 i;
+	enum proto_err	 err;
 
 	for (i = 0; i < cfg->nsems; i++) {
-		if (engine_create(srv->engine, cfg->sems[i].name,
-		    strlen(cfg->sems[i].name), cfg->sems[i].capacity, &s) !=
-		    PERR_NONE)
-			fatalx("cannot create semaphore %s", cfg->sems[i].name);
+		err = engine_create(srv->engine, cfg->sems[i].name,
+		    strlen(cfg->sems[i].name), cfg->sems[i].capacity, &s);
+		if (err == PERR_EXISTS) {
+			log_info("semaphore %s: capacity %u from the "
+			    "configuration replaces the stored %u", s->name,
+			    cfg->sems[i].capacity, s->capacity);
+			engine_resize(srv->engine, s, cfg->sems[i].capacity);
+		} else if (err != PERR_NONE)
+			fatalx("cannot create semaphore %s (max-semaphores?)",
+			    cfg->sems[i].name);
 	}
-	server_clip_maxclients(cfg);
+}
+
+/* Persistence is ready: open the listeners. */
+static void
+server_ready_cb(void *arg)
+{
+	struct server	*srv = arg;
+	struct config	*cfg = srv->cfg;
+	int		 port = (int)cfg->port;
+	size_t		 i;
+
 	for (i = 0; i < cfg->nbind; i++)
 		server_listen_tcp(srv, cfg->bind[i], &port);
 	if (cfg->unixsocket != NULL)
@@ -222,6 +249,27 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 		    (mode_t)cfg->unixsocketperm);
 	if (srv->nlisteners == 0)
 		fatalx("nothing to listen on: set bind or unixsocket");
+	log_info("ready to accept connections");
+}
+
+void
+server_init(struct server *srv, struct config *cfg, struct event_base *base)
+{
+	struct engine_clock	 clock;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->cfg = cfg;
+	srv->base = base;
+	srv->start_ms = timers_now_ms();
+	srv->timers = timers_new(base, &clock);
+	srv->engine = engine_new(&clock, server_engine_event, srv,
+	    (uint32_t)cfg->max_semaphores);
+	srv->persist = persist_new(cfg, base, srv->engine, cmd_persisted, srv);
+	srv->accept_resume = evtimer_new(base, server_accept_resume_cb, srv);
+	if (srv->accept_resume == NULL)
+		fatalx("evtimer_new");
+	server_clip_maxclients(cfg);
+	persist_start(srv->persist, server_loaded_cb, server_ready_cb, srv);
 }
 
 void
@@ -233,8 +281,16 @@ server_shutdown(struct server *srv)
 	for (i = 0; i < srv->nlisteners; i++)
 		evconnlistener_free(srv->listeners[i]);
 	srv->nlisteners = 0;
-	if (srv->cfg->unixsocket != NULL)
+	if (srv->unix_bound)
 		unlink(srv->cfg->unixsocket);
+	/*
+	 * Grant nothing more: a closing connection's permits must not go to
+	 * waiters that are closing too. Then persistence goes, before the
+	 * connections: their bound grants must survive a clean restart.
+	 */
+	engine_hold_grants(srv->engine, 1);
+	persist_free(srv->persist);
+	srv->persist = NULL;
 	HASH_ITER(hh, srv->conns, c, tmp)
 		conn_free(c);
 	engine_free(srv->engine);

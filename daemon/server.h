@@ -14,6 +14,7 @@
 #include "proto.h"
 
 struct conn;
+struct persist;
 struct timers;
 
 #define SERVER_MAX_LISTENERS	(CONFIG_MAX_BIND + 1)
@@ -31,8 +32,10 @@ struct server {
 	struct event_base	*base;
 	struct engine		*engine;
 	struct timers		*timers;
+	struct persist		*persist;	/* always set; may be "none" */
 	struct evconnlistener	*listeners[SERVER_MAX_LISTENERS];
 	size_t			 nlisteners;
+	int			 unix_bound;	/* ours to unlink at exit */
 	struct event		*accept_resume;	/* after EMFILE */
 	struct conn		*conns;		/* by id (uthash) */
 	uint32_t		 nconns;
@@ -41,7 +44,11 @@ struct server {
 	struct server_stats	 stats;
 };
 
-/* Engine, listeners and config semaphores on base; fatal on failure. */
+/*
+ * Engine and persistence on base; fatal on failure. The state is loaded,
+ * the config semaphores created and the listeners opened from the event
+ * loop, once persistence is ready (at once with persistence none).
+ */
 void	server_init(struct server *srv, struct config *cfg,
 	    struct event_base *base);
 /* Close every connection and listener and free the engine. */

@@ -903,6 +903,84 @@ START_TEST(test_revoke)
 }
 END_TEST
 
+/* --- holding grants while the store is down, undoing a grant --- */
+
+START_TEST(test_hold_grants)
+{
+	struct sem		*s = mksem("s", 2);
+	struct owner		*o1 = owner(1), *o2 = owner(2);
+	enum acquire_status	 st;
+	struct grant		*g;
+	uint64_t		 t;
+
+	t = take(s, o1, 2, -1);
+	wait_for(s, o2, 1, -1, -1, A);
+	engine_hold_grants(eng, 1);
+	nrecs = 0;
+
+	/* Held: a new acquire is refused outright and nothing is queued. */
+	ck_assert_int_eq(engine_acquire(eng, s, o2, 1, -1, -1, B, &st, &g),
+	    PERR_UNAVAILABLE);
+	ck_assert_ptr_null(g);
+	ck_assert_uint_eq(s->nwaiters, 1);
+	/* RANGE still comes first: it could never be granted anyway. */
+	ck_assert_int_eq(engine_acquire(eng, s, o2, 3, -1, -1, B, &st, &g),
+	    PERR_RANGE);
+
+	/* A release takes effect, but the waiter stays queued. */
+	ck_assert_int_eq(engine_release(eng, s, t, o1), PERR_NONE);
+	ck_assert_uint_eq(nrecs, 1);
+	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_BY_HOLDER);
+	ck_assert_uint_eq(s->used, 0);
+	ck_assert_uint_eq(s->nwaiters, 1);
+	engine_resize(eng, s, 5);
+	ck_assert_uint_eq(s->nwaiters, 1);
+
+	/* Lifting the hold serves the queue at once. */
+	nrecs = 0;
+	engine_hold_grants(eng, 0);
+	ck_assert_uint_eq(nrecs, 1);
+	expect(0, ENGINE_EV_GRANTED, A, 0);
+	ck_assert_uint_eq(s->used, 1);
+	ck_assert_uint_eq(s->nwaiters, 0);
+}
+END_TEST
+
+START_TEST(test_undo_grant)
+{
+	struct sem	*s = mksem("s", 1), *s2 = mksem("t", 1);
+	struct owner	*o1 = owner(1), *o2 = owner(2);
+	struct grant	*g;
+	uint64_t	 t, l;
+
+	t = take(s, o1, 1, -1);
+	l = take(s2, o1, 1, 5000);
+	wait_for(s, o2, 1, -1, -1, A);
+	ck_assert_ptr_eq(engine_grant_by_token(eng, l)->sem, s2);
+	ck_assert_ptr_null(engine_grant_by_token(eng, l + 100));
+
+	/* The store failed: hold, then undo both grants. */
+	engine_hold_grants(eng, 1);
+	nrecs = 0;
+	engine_undo_grant(eng, engine_grant_by_token(eng, t));
+	engine_undo_grant(eng, engine_grant_by_token(eng, l));
+	ck_assert_uint_eq(nrecs, 2);
+	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_UNDONE);
+	expect(1, ENGINE_EV_RELEASED, NULL, RELEASE_UNDONE);
+	ck_assert_ptr_null(o1->grants);
+	ck_assert_uint_eq(fake_ntimers, 0);	/* the lease timer went too */
+	ck_assert_uint_eq(stats().grants_total, 0);
+	ck_assert_uint_eq(stats().releases_total, 0);
+	ck_assert_uint_eq(s->nwaiters, 1);
+
+	/* Tokens never go back, even over undone grants. */
+	engine_hold_grants(eng, 0);
+	g = engine_find_grant(eng, s, l + 1);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_ptr_eq(g->owner, o2);
+}
+END_TEST
+
 /* --- leases --- */
 
 START_TEST(test_lease_expiry)
@@ -1275,6 +1353,8 @@ engine_suite(void)
 	tcase_add_test(tc, test_notlease);
 	tcase_add_test(tc, test_notheld);
 	tcase_add_test(tc, test_revoke);
+	tcase_add_test(tc, test_hold_grants);
+	tcase_add_test(tc, test_undo_grant);
 	tcase_add_test(tc, test_lease_expiry);
 	tcase_add_test(tc, test_lease_refresh);
 	tcase_add_test(tc, test_lease_zero);

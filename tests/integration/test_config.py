@@ -136,7 +136,20 @@ def test_bad_arguments():
              (["--semaphore", "x"], "--semaphore"),
              (["--maxclients"], "--maxclients"),
              (["stray"], "stray"),
-             (["-c"], "-c")]
+             (["-c"], "-c"),
+             (["--persistence", "maybe"], "--persistence"),
+             (["--persistence", "sync"], "redis"),
+             (["--persistence", "async"], "redis"),
+             (["--redis", "localhost"], "redis"),
+             (["--redis", "localhost:0"], "redis"),
+             (["--redis", "localhost:99999"], "redis"),
+             (["--redis", "unix:"], "redis"),
+             (["--redis", "127.0.0.1:6379", "--redis-timeout", "5ms"],
+              "--redis-timeout"),
+             (["--redis", "127.0.0.1:6379", "--reclaim-grace", "2d"],
+              "--reclaim-grace"),
+             (["--redis-db", "-1"], "--redis-db"),
+             (["--persistence-backlog", "0"], "--persistence-backlog")]
     for args, name in cases:
         st, out, err = run_checked(args)
         ok(st == 1 and name in out + err,
@@ -144,6 +157,23 @@ def test_bad_arguments():
            "status %r, output %r" % (st, (out + err)[-300:]))
         st, out, err = run_checked(["-t"] + args)
         eq(st, 1, "semd -t %s: exit 1" % " ".join(args))
+
+
+def test_persistence_directives():
+    """Good persistence settings pass -t; none needs no Redis running."""
+    for args in (["--redis", "127.0.0.1:6379"],
+                 ["--redis", "unix:/run/redis/redis.sock",
+                  "--persistence", "async", "--redis-db", "3",
+                  "--redis-prefix", "app1:", "--redis-timeout", "250ms",
+                  "--reclaim-grace", "30s", "--persistence-backlog", "500"],
+                 ["--redis", "[::1]:6380", "--persistence", "none"]):
+        st, out, err = run_checked(["-t"] + args)
+        eq(st, 0, "semd -t %s: exit 0" % " ".join(args))
+    with start_semd() as d:
+        stats = d.connect().stats()
+        eq((stats.get("persistence"), stats.get("persistence_mode"),
+            stats.get("redis_durability")), ("off", "none", "-"),
+           "without redis, STATS shows persistence off")
 
 
 def test_file_directives_and_overrides():
@@ -235,5 +265,5 @@ def test_loglevel_warn():
 
 if __name__ == "__main__":
     run(test_version_help, test_check_mode, test_bad_config_files,
-        test_bad_arguments, test_file_directives_and_overrides,
-        test_command_line_values, test_logfile_pidfile, test_loglevel_warn)
+        test_bad_arguments, test_persistence_directives,
+        test_file_directives_and_overrides, test_command_line_values, test_logfile_pidfile, test_loglevel_warn)

@@ -1,0 +1,679 @@
+/*
+ * persist.c: persistence policy (see persist.h and README "Persistence").
+ *
+ * The backlog is a set of dirty objects, not a log of operations: a
+ * semaphore name or a grant token that changed since it was last written.
+ * A batch writes each one's state *now* (put, or delete when it is gone),
+ * so writes are idempotent, a failed batch is simply marked dirty again,
+ * and many changes to one object cost one write. Batches are acknowledged
+ * in order on one connection, so Redis always moves from one consistent
+ * state of semd's to a later one.
+ *
+ * Tokens: Redis's bound (P tokens) is kept at least TOKEN_BLOCK / 2 ahead
+ * of the last token issued, raised inside the same MULTI/EXEC as the
+ * grants that need it. A grant therefore never costs an extra round trip,
+ * and after any crash the bound is above every token a client ever saw.
+ *
+ * If Redis comes back with a lower bound than it acknowledged (flushed,
+ * restarted without its data, restored from an old snapshot), or if the
+ * backlog outgrew persistence-backlog, Redis is rewritten from memory:
+ * semd's memory is the truth, Redis its copy.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uthash.h>
+
+#include "log.h"
+#include "persist.h"
+#include "store.h"
+#include "timers.h"
+
+#define TOKEN_BLOCK		1000
+#define PERSIST_RETRY_LOAD_S	1
+
+enum persist_state {
+	PST_OFF,	/* persistence none */
+	PST_LOADING,	/* start-up: reading the store */
+	PST_DOWN,	/* the store cannot be written now */
+	PST_UP
+};
+
+static const char *const state_names[] = { "off", "loading", "down", "ok" };
+
+struct dirty_sem {
+	char		 name[PROTO_NAME_MAX + 1];
+	size_t		 len;
+	UT_hash_handle	 hh;
+};
+
+struct dirty_grant {
+	uint64_t	 token;
+	char		 sem[PROTO_NAME_MAX + 1];	/* for its removal */
+	size_t		 sem_len;
+	UT_hash_handle	 hh;
+};
+
+struct await {
+	uint64_t		 conn_id;
+	enum persist_await_kind	 kind;
+	uint64_t		 token;
+	uint32_t		 ms;
+	struct await		*next;
+};
+
+struct persist {
+	struct config		*cfg;
+	struct event_base	*base;
+	struct engine		*engine;
+	persist_answer_fn	 answer;
+	void			*ctx;
+	struct store		*store;
+	enum persist_state	 state;
+
+	struct dirty_sem	*dirty_sems, *flight_sems;
+	struct dirty_grant	*dirty_grants, *flight_grants;
+	struct await		*awaits, *flight_awaits;	/* LIFO */
+	int			 resync;	/* rewrite Redis whole */
+	int			 flight_resync;
+	char			**stale_names;	/* in Redis; to delete first */
+	size_t			 nstale;
+
+	uint64_t		 tokens_acked;	/* Redis's bound, as written */
+	uint64_t		 tokens_sent;	/* ...or as in flight */
+
+	struct event		*flush_ev;
+	struct event		*load_ev;
+	void			 (*loaded)(void *);
+	void			 (*ready)(void *);
+	void			*arg;
+	int			 ready_called;
+
+	uint64_t		 batches;
+	uint64_t		 failures;
+	char			 last_error[256];
+	uint32_t		 load_sems, load_grants, load_unowned;
+};
+
+static uint64_t
+wall_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
+static void
+persist_schedule(struct persist *p)
+{
+	if (p->state == PST_UP)
+		event_active(p->flush_ev, 0, 0);
+}
+
+static uint64_t
+persist_backlog(struct persist *p)
+{
+	return (HASH_COUNT(p->dirty_sems) + HASH_COUNT(p->dirty_grants));
+}
+
+static void
+dirty_clear(struct dirty_sem **sems, struct dirty_grant **grants)
+{
+	struct dirty_sem	*ds, *dstmp;
+	struct dirty_grant	*dg, *dgtmp;
+
+	HASH_ITER(hh, *sems, ds, dstmp) {
+		HASH_DEL(*sems, ds);
+		free(ds);
+	}
+	HASH_ITER(hh, *grants, dg, dgtmp) {
+		HASH_DEL(*grants, dg);
+		free(dg);
+	}
+}
+
+static void
+dirty_sem_add(struct dirty_sem **set, const char *name, size_t len)
+{
+	struct dirty_sem	*ds;
+
+	HASH_FIND(hh, *set, name, len, ds);
+	if (ds != NULL)
+		return;
+	ds = xcalloc(1, sizeof(*ds));
+	memcpy(ds->name, name, len);
+	ds->len = len;
+	HASH_ADD_KEYPTR(hh, *set, ds->name, ds->len, ds);
+}
+
+static void
+dirty_grant_add(struct dirty_grant **set, uint64_t token, const char *sem,
+    size_t sem_len)
+{
+	struct dirty_grant	*dg;
+
+	HASH_FIND(hh, *set, &token, sizeof(token), dg);
+	if (dg != NULL)
+		return;
+	dg = xcalloc(1, sizeof(*dg));
+	dg->token = token;
+	memcpy(dg->sem, sem, sem_len);
+	dg->sem_len = sem_len;
+	HASH_ADD(hh, *set, token, sizeof(dg->token), dg);
+}
+
+/* A failed batch: what it carried is dirty again (unless already so). */
+static void
+dirty_merge_flight(struct persist *p)
+{
+	struct dirty_sem	*ds, *dstmp;
+	struct dirty_grant	*dg, *dgtmp;
+
+	HASH_ITER(hh, p->flight_sems, ds, dstmp)
+		dirty_sem_add(&p->dirty_sems, ds->name, ds->len);
+	HASH_ITER(hh, p->flight_grants, dg, dgtmp)
+		dirty_grant_add(&p->dirty_grants, dg->token, dg->sem,
+		    dg->sem_len);
+	dirty_clear(&p->flight_sems, &p->flight_grants);
+	if (p->flight_resync)
+		p->resync = 1;
+	p->flight_resync = 0;
+}
+
+void
+persist_observe(struct persist *p, const struct engine_event *ev)
+{
+	if (p->state == PST_OFF || p->state == PST_LOADING)
+		return;
+	switch (ev->type) {
+	case ENGINE_EV_SEM_CREATED:
+	case ENGINE_EV_SEM_RESIZED:
+	case ENGINE_EV_SEM_DELETED:
+		dirty_sem_add(&p->dirty_sems, ev->sem->name, ev->sem->name_len);
+		break;
+	case ENGINE_EV_GRANTED:
+	case ENGINE_EV_RELEASED:
+	case ENGINE_EV_REFRESHED:
+	case ENGINE_EV_ATTACHED:
+		dirty_grant_add(&p->dirty_grants, ev->grant->token,
+		    ev->sem->name, ev->sem->name_len);
+		break;
+	case ENGINE_EV_WAIT_TIMEOUT:
+		return;
+	}
+	if (persist_backlog(p) > (uint64_t)p->cfg->persistence_backlog) {
+		/* Memory stays bounded; Redis is rewritten when it is back. */
+		log_warnx("persistence backlog over %lld changes: dropping it; "
+		    "redis will be rewritten from memory when it is back",
+		    (long long)p->cfg->persistence_backlog);
+		dirty_clear(&p->dirty_sems, &p->dirty_grants);
+		p->resync = 1;
+	}
+	persist_schedule(p);
+}
+
+/* --- building a batch --- */
+
+struct batch {
+	struct store_change	*ch;
+	size_t			 n, cap;
+};
+
+static struct store_change *
+batch_add(struct batch *b)
+{
+	if (b->n == b->cap) {
+		b->cap = b->cap == 0 ? 64 : b->cap * 2;
+		if ((b->ch = realloc(b->ch, b->cap * sizeof(*b->ch))) == NULL)
+			abort();
+	}
+	memset(&b->ch[b->n], 0, sizeof(b->ch[0]));
+	return (&b->ch[b->n++]);
+}
+
+static void
+batch_sem(struct batch *b, const char *name, size_t len, const struct sem *s)
+{
+	struct store_change	*c = batch_add(b);
+
+	c->type = s != NULL ? STORE_SEM_PUT : STORE_SEM_DEL;
+	c->sem = name;
+	c->sem_len = len;
+	c->capacity = s != NULL ? s->capacity : 0;
+}
+
+static void
+batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
+    uint64_t token, const struct grant *g)
+{
+	struct store_change	*c = batch_add(b);
+
+	c->type = g != NULL ? STORE_GRANT_PUT : STORE_GRANT_DEL;
+	c->sem = sem;
+	c->sem_len = len;
+	c->token = token;
+	if (g == NULL)
+		return;
+	c->n = g->n;
+	if (g->kind == GRANT_LEASE) {
+		c->kind = STORE_KIND_LEASE;
+		c->deadline_unix_ms = wall_now_ms() +
+		    (uint64_t)engine_grant_ttl_ms(p->engine, g);
+	} else
+		c->kind = STORE_KIND_CONN;	/* unowned is conn too */
+}
+
+/* Keep Redis's token bound TOKEN_BLOCK / 2 ahead of the last token. */
+static void
+batch_tokens(struct persist *p, struct batch *b, int force)
+{
+	uint64_t		 last = engine_last_token(p->engine);
+	struct store_change	*c;
+
+	if (!force && p->tokens_sent >= last + TOKEN_BLOCK / 2)
+		return;
+	if (p->tokens_sent < last + TOKEN_BLOCK)
+		p->tokens_sent = last + TOKEN_BLOCK;
+	c = batch_add(b);
+	c->type = STORE_TOKENS;
+	c->token = p->tokens_sent;
+}
+
+/* The dirty objects' current state; they move to the flight sets. */
+static void
+batch_from_dirty(struct persist *p, struct batch *b)
+{
+	struct dirty_sem	*ds;
+	struct dirty_grant	*dg;
+
+	p->flight_sems = p->dirty_sems;
+	p->flight_grants = p->dirty_grants;
+	p->dirty_sems = NULL;
+	p->dirty_grants = NULL;
+	for (ds = p->flight_sems; ds != NULL; ds = ds->hh.next)
+		batch_sem(b, ds->name, ds->len,
+		    engine_find(p->engine, ds->name, ds->len));
+	for (dg = p->flight_grants; dg != NULL; dg = dg->hh.next)
+		batch_grant(p, b, dg->sem, dg->sem_len, dg->token,
+		    engine_grant_by_token(p->engine, dg->token));
+	batch_tokens(p, b, 0);
+}
+
+/* Everything, after deleting what Redis holds: it lost or missed data. */
+static void
+batch_full(struct persist *p, struct batch *b)
+{
+	struct sem	*s;
+	struct grant	*g;
+	size_t		 i;
+
+	dirty_clear(&p->dirty_sems, &p->dirty_grants);
+	for (i = 0; i < p->nstale; i++)
+		batch_sem(b, p->stale_names[i], strlen(p->stale_names[i]),
+		    NULL);
+	for (s = engine_sems(p->engine); s != NULL; s = s->hh.next) {
+		batch_sem(b, s->name, s->name_len, s);
+		for (g = s->grants; g != NULL; g = g->sem_next)
+			batch_grant(p, b, s->name, s->name_len, g->token, g);
+	}
+	batch_tokens(p, b, 1);
+	p->resync = 0;
+	p->flight_resync = 1;
+}
+
+static void
+persist_free_stale(struct persist *p)
+{
+	size_t	i;
+
+	for (i = 0; i < p->nstale; i++)
+		free(p->stale_names[i]);
+	free(p->stale_names);
+	p->stale_names = NULL;
+	p->nstale = 0;
+}
+
+/* flush_ev: send what gathered, if the store can take a batch now. */
+static void
+persist_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct persist	*p = arg;
+	struct batch	 b = { NULL, 0, 0 };
+
+	(void)fd;
+	(void)what;
+	if (p->state != PST_UP || !store_can_submit(p->store))
+		return;		/* batch_done or ready will call again */
+	if (p->resync) {
+		log_info("redis %s: rewriting it from memory",
+		    store_address(p->store));
+		batch_full(p, &b);
+		persist_free_stale(p);
+	} else if (persist_backlog(p) > 0 || p->awaits != NULL)
+		batch_from_dirty(p, &b);
+	else {
+		batch_tokens(p, &b, 0);
+		if (b.n == 0)
+			return;
+	}
+	p->flight_awaits = p->awaits;
+	p->awaits = NULL;
+	store_submit(p->store, b.ch, b.n);
+	free(b.ch);
+}
+
+/* --- answers held back in sync mode --- */
+
+static void
+persist_answer_all(struct persist *p, struct await **list, int ok)
+{
+	struct await	*a;
+	struct grant	*g;
+
+	while ((a = *list) != NULL) {
+		*list = a->next;
+		/* Nothing was granted: take it back before saying so. */
+		if (!ok && a->kind == AWAIT_GRANT &&
+		    (g = engine_grant_by_token(p->engine, a->token)) != NULL)
+			engine_undo_grant(p->engine, g);
+		p->answer(p->ctx, a->conn_id, a->kind, a->token, a->ms, ok);
+		free(a);
+	}
+}
+
+void
+persist_await(struct persist *p, uint64_t conn_id,
+    enum persist_await_kind kind, uint64_t token, uint32_t ms)
+{
+	struct await	*a = xcalloc(1, sizeof(*a));
+
+	a->conn_id = conn_id;
+	a->kind = kind;
+	a->token = token;
+	a->ms = ms;
+	a->next = p->awaits;
+	p->awaits = a;
+	persist_schedule(p);
+}
+
+int
+persist_defers_replies(struct persist *p)
+{
+	return (p->cfg->persistence == PERSIST_SYNC);
+}
+
+int
+persist_unavailable(struct persist *p)
+{
+	return (p->cfg->persistence == PERSIST_SYNC && p->state != PST_UP);
+}
+
+/* --- the store's reports --- */
+
+static void
+persist_down(struct persist *p, const char *why)
+{
+	if (p->state == PST_UP)
+		log_warnx("redis %s: %s; %s", store_address(p->store), why,
+		    p->cfg->persistence == PERSIST_SYNC ? "new grants get ERR "
+		    "UNAVAILABLE until it is back" : "writing behind once it "
+		    "is back");
+	else if (strcmp(p->last_error, why) != 0)
+		log_warnx("redis %s: %s", store_address(p->store), why);
+	snprintf(p->last_error, sizeof(p->last_error), "%s", why);
+	p->failures++;
+	p->state = PST_DOWN;
+	if (p->cfg->persistence != PERSIST_SYNC)
+		return;
+	/* Hold first, so that undoing a grant cannot make another one. */
+	engine_hold_grants(p->engine, 1);
+	persist_answer_all(p, &p->flight_awaits, 0);
+	persist_answer_all(p, &p->awaits, 0);
+}
+
+static void
+persist_batch_done(void *ctx, int ok)
+{
+	struct persist	*p = ctx;
+
+	if (!ok) {
+		dirty_merge_flight(p);
+		p->tokens_sent = p->tokens_acked;
+		persist_down(p, "a write failed");
+		return;
+	}
+	dirty_clear(&p->flight_sems, &p->flight_grants);
+	p->flight_resync = 0;
+	p->tokens_acked = p->tokens_sent;
+	p->batches++;
+	persist_answer_all(p, &p->flight_awaits, 1);
+	persist_schedule(p);
+}
+
+static void
+persist_lost(void *ctx, const char *why)
+{
+	persist_down(ctx, why);
+}
+
+static void
+persist_ready(void *ctx, uint64_t tokens, char **names, size_t nnames)
+{
+	struct persist	*p = ctx;
+	size_t		 i;
+
+	if (tokens < p->tokens_acked && !p->resync) {
+		log_warnx("redis %s: its token bound went back (%llu < %llu): "
+		    "it lost data", store_address(p->store),
+		    (unsigned long long)tokens,
+		    (unsigned long long)p->tokens_acked);
+		p->resync = 1;
+	}
+	if (p->resync) {
+		persist_free_stale(p);
+		p->stale_names = xcalloc(nnames + 1, sizeof(char *));
+		for (i = 0; i < nnames; i++)
+			p->stale_names[i] = xstrdup(names[i]);
+		p->nstale = nnames;
+	}
+	p->tokens_sent = p->tokens_acked;
+	if (p->state == PST_DOWN && p->last_error[0] != '\0')
+		log_info("redis %s: back", store_address(p->store));
+	p->last_error[0] = '\0';
+	p->state = PST_UP;
+	if (p->cfg->persistence == PERSIST_SYNC)
+		engine_hold_grants(p->engine, 0);
+	if (!p->ready_called) {
+		p->ready_called = 1;
+		p->ready(p->arg);
+	}
+	persist_schedule(p);
+}
+
+static void
+persist_heartbeat(void *ctx, uint64_t tokens)
+{
+	struct persist	*p = ctx;
+
+	if (tokens >= p->tokens_acked)
+		return;
+	/* Flushed or restarted empty under us: reconnect and rewrite. */
+	p->resync = 1;
+	store_reconnect(p->store, "its token bound went back: it lost data");
+}
+
+/* --- start-up --- */
+
+static void
+persist_load_sem(void *ctx, const char *name, uint32_t capacity)
+{
+	struct persist	*p = ctx;
+	struct sem	*s;
+
+	if (engine_create(p->engine, name, strlen(name), capacity, &s) ==
+	    PERR_NONE)
+		p->load_sems++;
+	else
+		log_warnx("redis: cannot restore semaphore %s", name);
+}
+
+/*
+ * A lease resumes with the time it had left, never less than the grace:
+ * it may end late, never early, even when the wall clock jumped while
+ * semd was down. A bound grant becomes unowned for the grace.
+ */
+static void
+persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
+    enum store_grant_kind kind, uint64_t deadline_unix_ms)
+{
+	struct persist	*p = ctx;
+	struct sem	*s = engine_find(p->engine, sem, strlen(sem));
+	uint64_t	 grace = (uint64_t)p->cfg->reclaim_grace_ms;
+	uint64_t	 now = wall_now_ms(), ttl = grace;
+
+	if (s == NULL)
+		return;
+	if (kind == STORE_KIND_LEASE && deadline_unix_ms > now + grace)
+		ttl = deadline_unix_ms - now;
+	if (engine_restore_grant(p->engine, s, token, n, kind ==
+	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl) == NULL)
+		return;
+	p->load_grants++;
+	if (kind == STORE_KIND_CONN)
+		p->load_unowned++;
+}
+
+static void
+persist_load_cb(evutil_socket_t fd, short what, void *arg)
+{
+	static const struct store_loader loader = {
+		persist_load_sem, persist_load_grant
+	};
+	struct persist	*p = arg;
+	struct timeval	 retry = { PERSIST_RETRY_LOAD_S, 0 };
+	uint64_t	 t0 = timers_now_ms(), tokens;
+	char		 err[200];
+
+	(void)fd;
+	(void)what;
+	if (store_load(p->store, &loader, p, TOKEN_BLOCK, &tokens, err,
+	    sizeof(err)) != 0) {
+		log_warnx("redis %s: cannot load: %s; retrying in %d s",
+		    store_address(p->store), err, PERSIST_RETRY_LOAD_S);
+		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
+		evtimer_add(p->load_ev, &retry);
+		return;
+	}
+	engine_raise_token_floor(p->engine, tokens);
+	p->tokens_acked = p->tokens_sent = tokens + TOKEN_BLOCK;
+	log_info("loaded %u semaphores, %u grants (%u unowned) in %llu ms "
+	    "from redis %s", p->load_sems, p->load_grants, p->load_unowned,
+	    (unsigned long long)(timers_now_ms() - t0),
+	    store_address(p->store));
+	p->last_error[0] = '\0';
+	p->state = PST_DOWN;
+	p->loaded(p->arg);
+	store_connect(p->store);
+}
+
+void
+persist_start(struct persist *p, void (*loaded)(void *),
+    void (*ready)(void *), void *arg)
+{
+	struct timeval	now = { 0, 0 };
+
+	p->loaded = loaded;
+	p->ready = ready;
+	p->arg = arg;
+	if (p->state == PST_OFF) {
+		loaded(arg);
+		p->ready_called = 1;
+		ready(arg);
+		return;
+	}
+	/* Grants wait for the store: nothing is served before ready(). */
+	if (p->cfg->persistence == PERSIST_SYNC)
+		engine_hold_grants(p->engine, 1);
+	evtimer_add(p->load_ev, &now);
+}
+
+struct persist *
+persist_new(struct config *cfg, struct event_base *base, struct engine *e,
+    persist_answer_fn answer, void *ctx)
+{
+	static const struct store_events events = {
+		persist_ready, persist_batch_done, persist_lost,
+		persist_heartbeat
+	};
+	struct persist	*p = xcalloc(1, sizeof(*p));
+
+	p->cfg = cfg;
+	p->base = base;
+	p->engine = e;
+	p->answer = answer;
+	p->ctx = ctx;
+	p->state = PST_OFF;
+	if (cfg->persistence == PERSIST_NONE)
+		return (p);
+	p->state = PST_LOADING;
+	p->store = store_new(cfg, base, &events, p);
+	p->flush_ev = event_new(base, -1, 0, persist_flush_cb, p);
+	p->load_ev = evtimer_new(base, persist_load_cb, p);
+	if (p->flush_ev == NULL || p->load_ev == NULL)
+		fatalx("cannot set up persistence events");
+	return (p);
+}
+
+void
+persist_free(struct persist *p)
+{
+	struct batch	b = { NULL, 0, 0 };
+	struct await	*a;
+
+	if (p->store != NULL && p->state != PST_LOADING) {
+		/* Last words: what the event loop had no turn left to send. */
+		dirty_merge_flight(p);
+		if (p->resync)
+			batch_full(p, &b);
+		else if (persist_backlog(p) > 0)
+			batch_from_dirty(p, &b);
+		if (b.n > 0 && store_write_blocking(p->store, b.ch, b.n) == 0)
+			log_info("redis %s: %zu final changes written",
+			    store_address(p->store), b.n);
+		free(b.ch);
+	}
+	dirty_clear(&p->dirty_sems, &p->dirty_grants);
+	dirty_clear(&p->flight_sems, &p->flight_grants);
+	persist_free_stale(p);
+	while ((a = p->awaits) != NULL || (a = p->flight_awaits) != NULL) {
+		if (a == p->awaits)
+			p->awaits = a->next;
+		else
+			p->flight_awaits = a->next;
+		free(a);
+	}
+	if (p->store != NULL)
+		store_free(p->store);
+	if (p->flush_ev != NULL)
+		event_free(p->flush_ev);
+	if (p->load_ev != NULL)
+		event_free(p->load_ev);
+	free(p);
+}
+
+void
+persist_get_stats(struct persist *p, struct persist_stats *st)
+{
+	st->state = state_names[p->state];
+	st->mode = config_persist_mode_name((enum persist_mode)
+	    p->cfg->persistence);
+	st->backlog = persist_backlog(p);
+	st->resync = p->resync || p->flight_resync;
+	st->batches = p->batches;
+	st->failures = p->failures;
+	st->last_error = p->last_error;
+	st->durability = p->store != NULL ? store_durability(p->store) : "-";
+}

@@ -1,0 +1,845 @@
+/*
+ * store-redis.c: the store on Redis, with hiredis 0.14 (see store.h).
+ *
+ * Data model (prefix P, "semd:" by default; {NAME} is a Redis Cluster
+ * hash tag, so all of a semaphore's keys share one slot):
+ *
+ *   P tokens          string  every token ever issued is <= this
+ *   P sems            set     the semaphore names
+ *   P {NAME}:sem      hash    capacity
+ *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D"
+ *                             (D: Unix ms when a lease ends; 0 for conn)
+ *
+ * Lifecycle of the asynchronous connection:
+ *
+ *   down --connect--> connecting --handshake--> ready <--> batch/heartbeat
+ *     ^                                                          |
+ *     +---- any error, error reply or timeout: drop, backoff ----+
+ *
+ * Every request in flight has a deadline (deadline_ev), since hiredis 0.14
+ * has none and a SIGSTOPped Redis keeps its TCP connection open. Replies
+ * for a connection we have dropped (hiredis calls back with NULL as it
+ * frees it) are recognised by ac != st->ac and ignored.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
+
+#include "log.h"
+#include "proto.h"
+#include "store.h"
+
+#define STORE_KEY_MAX		(PROTO_NAME_MAX + 256)
+#define STORE_HEARTBEAT_MS	1000
+#define STORE_BACKOFF_MIN_MS	100
+#define STORE_BACKOFF_MAX_MS	2000
+/* A batch may take redis-timeout, plus this per change, to be answered. */
+#define STORE_CHANGES_PER_MS	50
+
+/* What a reply answers, carried as the callback's privdata. */
+enum store_step {
+	STEP_AUTH = 1,
+	STEP_SELECT,
+	STEP_APPENDONLY,
+	STEP_APPENDFSYNC,
+	STEP_TOKENS,
+	STEP_SEMS,
+	STEP_EXEC,
+	STEP_HEARTBEAT
+};
+
+struct store {
+	const struct config	*cfg;
+	struct event_base	*base;
+	struct store_events	 ev;
+	void			*ctx;
+
+	redisAsyncContext	*ac;		/* NULL while down */
+	int			 ready;		/* handshake done */
+	enum store_step		 busy;		/* STEP_EXEC/HEARTBEAT, or 0 */
+	uint64_t		 hs_tokens;	/* read in the handshake */
+	struct event		*deadline_ev;	/* the request in flight */
+	struct event		*retry_ev;	/* the next connect */
+	struct event		*heartbeat_ev;
+	unsigned		 backoff_ms;
+
+	char			 host[256];	/* or the unix socket path */
+	int			 port;		/* 0: unix socket */
+	char			 address[300];
+	char			 appendonly[16];
+	char			 appendfsync[16];
+	char			 durability[40];
+};
+
+static void	store_fail(struct store *, const char *, int);
+
+/* --- the data model --- */
+
+static void
+store_key(struct store *st, char *buf, const char *sem, size_t len,
+    const char *what)
+{
+	if (sem == NULL)
+		snprintf(buf, STORE_KEY_MAX, "%s%s", st->cfg->redis_prefix,
+		    what);
+	else
+		snprintf(buf, STORE_KEY_MAX, "%s{%.*s}:%s",
+		    st->cfg->redis_prefix, (int)len, sem, what);
+}
+
+typedef void (*store_emit_fn)(void *arg, int argc, const char **argv,
+    const size_t *lens);
+
+/* Emit the Redis commands that make ch true. */
+static void
+store_encode(struct store *st, const struct store_change *ch,
+    store_emit_fn emit, void *arg)
+{
+	char		 key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24];
+	char		 value[96];
+	const char	*argv[4];
+	size_t		 lens[4];
+	int		 i;
+
+	switch (ch->type) {
+	case STORE_SEM_PUT:
+		store_key(st, key, ch->sem, ch->sem_len, "sem");
+		snprintf(num, sizeof(num), "%u", ch->capacity);
+		argv[0] = "HSET"; argv[1] = key; argv[2] = "capacity";
+		argv[3] = num;
+		for (i = 0; i < 4; i++)
+			lens[i] = strlen(argv[i]);
+		emit(arg, 4, argv, lens);
+		store_key(st, key, NULL, 0, "sems");
+		argv[0] = "SADD"; argv[1] = key; argv[2] = ch->sem;
+		lens[0] = 4; lens[1] = strlen(key); lens[2] = ch->sem_len;
+		emit(arg, 3, argv, lens);
+		break;
+	case STORE_SEM_DEL:
+		store_key(st, key, ch->sem, ch->sem_len, "sem");
+		store_key(st, key2, ch->sem, ch->sem_len, "grants");
+		argv[0] = "DEL"; argv[1] = key; argv[2] = key2;
+		for (i = 0; i < 3; i++)
+			lens[i] = strlen(argv[i]);
+		emit(arg, 3, argv, lens);
+		store_key(st, key, NULL, 0, "sems");
+		argv[0] = "SREM"; argv[1] = key; argv[2] = ch->sem;
+		lens[0] = 4; lens[1] = strlen(key); lens[2] = ch->sem_len;
+		emit(arg, 3, argv, lens);
+		break;
+	case STORE_GRANT_PUT:
+	case STORE_GRANT_DEL:
+		store_key(st, key, ch->sem, ch->sem_len, "grants");
+		snprintf(num, sizeof(num), "%llu",
+		    (unsigned long long)ch->token);
+		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu",
+		    ch->n, ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
+		    (unsigned long long)ch->deadline_unix_ms);
+		argv[0] = ch->type == STORE_GRANT_PUT ? "HSET" : "HDEL";
+		argv[1] = key; argv[2] = num; argv[3] = value;
+		for (i = 0; i < 4; i++)
+			lens[i] = strlen(argv[i]);
+		emit(arg, ch->type == STORE_GRANT_PUT ? 4 : 3, argv, lens);
+		break;
+	case STORE_TOKENS:
+		store_key(st, key, NULL, 0, "tokens");
+		snprintf(num, sizeof(num), "%llu",
+		    (unsigned long long)ch->token);
+		argv[0] = "SET"; argv[1] = key; argv[2] = num;
+		for (i = 0; i < 3; i++)
+			lens[i] = strlen(argv[i]);
+		emit(arg, 3, argv, lens);
+		break;
+	}
+}
+
+/* "n=N kind=K deadline_ms=D" into its parts; -1 when malformed. */
+static int
+store_decode_grant(const char *s, size_t len, uint32_t *n,
+    enum store_grant_kind *kind, uint64_t *deadline)
+{
+	struct proto_word	w;
+	uint64_t		v;
+
+	if (!proto_find_kv(s, len, "n", &w) ||
+	    proto_parse_u64(w.p, w.len, PROTO_INT_MAX, &v) != 0 || v == 0)
+		return (-1);
+	*n = (uint32_t)v;
+	if (!proto_find_kv(s, len, "kind", &w))
+		return (-1);
+	if (w.len == 5 && memcmp(w.p, "lease", 5) == 0)
+		*kind = STORE_KIND_LEASE;
+	else if (w.len == 4 && memcmp(w.p, "conn", 4) == 0)
+		*kind = STORE_KIND_CONN;
+	else
+		return (-1);
+	if (!proto_find_kv(s, len, "deadline_ms", &w) ||
+	    proto_parse_u64(w.p, w.len, UINT64_MAX, deadline) != 0)
+		return (-1);
+	return (0);
+}
+
+/* A reply holding a decimal (or nil, 0) into *v; -1 otherwise. */
+static int
+store_reply_u64(const redisReply *r, uint64_t *v)
+{
+	if (r == NULL)
+		return (-1);
+	if (r->type == REDIS_REPLY_NIL) {
+		*v = 0;
+		return (0);
+	}
+	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+		*v = (uint64_t)r->integer;
+		return (0);
+	}
+	if (r->type == REDIS_REPLY_STRING)
+		return (proto_parse_u64(r->str, r->len, UINT64_MAX, v));
+	return (-1);
+}
+
+/* --- the blocking connection: start-up load, shutdown flush --- */
+
+static redisContext *
+store_connect_blocking(struct store *st, char *err, size_t errlen)
+{
+	struct timeval	 tv;
+	redisContext	*c;
+	redisReply	*r;
+
+	tv.tv_sec = st->cfg->redis_timeout_ms / 1000;
+	tv.tv_usec = (st->cfg->redis_timeout_ms % 1000) * 1000;
+	c = st->port == 0 ? redisConnectUnixWithTimeout(st->host, tv) :
+	    redisConnectWithTimeout(st->host, st->port, tv);
+	if (c == NULL || c->err) {
+		snprintf(err, errlen, "%s", c != NULL ? c->errstr :
+		    "out of memory");
+		goto fail;
+	}
+	redisSetTimeout(c, tv);
+	if (st->cfg->redis_password != NULL) {
+		r = redisCommand(c, "AUTH %s", st->cfg->redis_password);
+		if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "AUTH: %s", r != NULL ? r->str :
+			    c->errstr);
+			freeReplyObject(r);
+			goto fail;
+		}
+		freeReplyObject(r);
+	}
+	if (st->cfg->redis_db != 0) {
+		r = redisCommand(c, "SELECT %lld", (long long)st->cfg->redis_db);
+		if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "SELECT: %s", r != NULL ? r->str :
+			    c->errstr);
+			freeReplyObject(r);
+			goto fail;
+		}
+		freeReplyObject(r);
+	}
+	return (c);
+fail:
+	if (c != NULL)
+		redisFree(c);
+	return (NULL);
+}
+
+/* Read the next pipelined reply; NULL (and err) on an I/O error. */
+static redisReply *
+store_get_reply(redisContext *c, char *err, size_t errlen)
+{
+	void	*r = NULL;
+
+	if (redisGetReply(c, &r) != REDIS_OK) {
+		snprintf(err, errlen, "%s", c->errstr);
+		return (NULL);
+	}
+	return (r);
+}
+
+static void
+store_emit_blocking(void *arg, int argc, const char **argv, const size_t *lens)
+{
+	redisAppendCommandArgv(arg, argc, argv, lens);
+}
+
+/* Load one semaphore's two replies: its capacity and its grants. */
+static void
+store_load_sem(const struct store_loader *ld, void *ctx,
+    const redisReply *name, const redisReply *cap, const redisReply *grants,
+    uint64_t *max_token)
+{
+	enum store_grant_kind	 kind;
+	uint64_t		 v, token, deadline;
+	uint32_t		 n;
+	size_t			 i;
+
+	if (name->type != REDIS_REPLY_STRING ||
+	    !proto_valid_name(name->str, name->len)) {
+		log_warnx("redis: skipping a semaphore with an invalid name");
+		return;
+	}
+	if (store_reply_u64(cap, &v) != 0 || cap->type == REDIS_REPLY_NIL ||
+	    v > PROTO_INT_MAX) {
+		log_warnx("redis: skipping semaphore %s: no valid capacity",
+		    name->str);
+		return;
+	}
+	ld->sem(ctx, name->str, (uint32_t)v);
+	if (grants->type != REDIS_REPLY_ARRAY)
+		return;
+	for (i = 0; i + 1 < grants->elements; i += 2) {
+		const redisReply *f = grants->element[i];
+		const redisReply *val = grants->element[i + 1];
+
+		if (f->type != REDIS_REPLY_STRING ||
+		    val->type != REDIS_REPLY_STRING ||
+		    proto_parse_u64(f->str, f->len, UINT64_MAX, &token) != 0 ||
+		    token == 0 ||
+		    store_decode_grant(val->str, val->len, &n, &kind,
+		    &deadline) != 0) {
+			log_warnx("redis: skipping a malformed grant of %s",
+			    name->str);
+			continue;
+		}
+		if (token > *max_token)
+			*max_token = token;
+		ld->grant(ctx, name->str, token, n, kind, deadline);
+	}
+}
+
+int
+store_load(struct store *st, const struct store_loader *ld, void *ctx,
+    uint64_t reserve, uint64_t *tokens, char *err, size_t errlen)
+{
+	char		 key[STORE_KEY_MAX];
+	redisContext	*c;
+	redisReply	*r = NULL, *names = NULL, *cap, *grants;
+	size_t		 i;
+	int		 rc = -1;
+	uint64_t	 bound;
+
+	if ((c = store_connect_blocking(st, err, errlen)) == NULL)
+		return (-1);
+	store_key(st, key, NULL, 0, "tokens");
+	r = redisCommand(c, "GET %s", key);
+	if (r == NULL || store_reply_u64(r, &bound) != 0) {
+		snprintf(err, errlen, "GET %s: %s", key, r == NULL ?
+		    c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
+		    "not a number");
+		goto out;
+	}
+	store_key(st, key, NULL, 0, "sems");
+	names = redisCommand(c, "SMEMBERS %s", key);
+	if (names == NULL || names->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "SMEMBERS %s: %s", key, names == NULL ?
+		    c->errstr : names->type == REDIS_REPLY_ERROR ? names->str :
+		    "not a set");
+		goto out;
+	}
+	/* Pipelined: two requests per semaphore, then read the replies. */
+	for (i = 0; i < names->elements; i++) {
+		const redisReply *nm = names->element[i];
+
+		store_key(st, key, nm->str, nm->len, "sem");
+		redisAppendCommand(c, "HGET %s capacity", key);
+		store_key(st, key, nm->str, nm->len, "grants");
+		redisAppendCommand(c, "HGETALL %s", key);
+	}
+	for (i = 0; i < names->elements; i++) {
+		if ((cap = store_get_reply(c, err, errlen)) == NULL)
+			goto out;
+		if ((grants = store_get_reply(c, err, errlen)) == NULL) {
+			freeReplyObject(cap);
+			goto out;
+		}
+		store_load_sem(ld, ctx, names->element[i], cap, grants,
+		    &bound);
+		freeReplyObject(cap);
+		freeReplyObject(grants);
+	}
+	/* Reserve the first block before any token is issued. */
+	freeReplyObject(r);
+	store_key(st, key, NULL, 0, "tokens");
+	r = redisCommand(c, "SET %s %llu", key,
+	    (unsigned long long)(bound + reserve));
+	if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "SET %s: %s", key, r == NULL ?
+		    c->errstr : r->str);
+		goto out;
+	}
+	*tokens = bound;
+	rc = 0;
+out:
+	freeReplyObject(r);
+	freeReplyObject(names);
+	redisFree(c);
+	return (rc);
+}
+
+int
+store_write_blocking(struct store *st, const struct store_change *ch,
+    size_t n)
+{
+	char		 err[256];
+	redisContext	*c;
+	redisReply	*r;
+	size_t		 i;
+	int		 rc = 0;
+
+	if ((c = store_connect_blocking(st, err, sizeof(err))) == NULL) {
+		log_warnx("redis %s: final write: %s", st->address, err);
+		return (-1);
+	}
+	redisAppendCommand(c, "MULTI");
+	for (i = 0; i < n; i++)
+		store_encode(st, &ch[i], store_emit_blocking, c);
+	redisAppendCommand(c, "EXEC");
+	for (i = 0; rc == 0; i++) {
+		if ((r = store_get_reply(c, err, sizeof(err))) == NULL) {
+			log_warnx("redis %s: final write: %s", st->address,
+			    err);
+			rc = -1;
+			break;
+		}
+		if (r->type == REDIS_REPLY_ERROR)
+			rc = -1;
+		/* MULTI, the QUEUED replies, then EXEC's array. */
+		if (r->type == REDIS_REPLY_ARRAY || r->type == REDIS_REPLY_NIL) {
+			freeReplyObject(r);
+			break;
+		}
+		freeReplyObject(r);
+	}
+	redisFree(c);
+	return (rc);
+}
+
+/* --- the asynchronous connection --- */
+
+static void
+store_arm_deadline(struct store *st, uint64_t extra_ms)
+{
+	uint64_t	ms = (uint64_t)st->cfg->redis_timeout_ms + extra_ms;
+	struct timeval	tv = { (time_t)(ms / 1000),
+			    (suseconds_t)(ms % 1000) * 1000 };
+
+	evtimer_add(st->deadline_ev, &tv);
+}
+
+static void
+store_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct store	*st = arg;
+	char		 why[96];
+
+	(void)fd;
+	(void)what;
+	snprintf(why, sizeof(why), "no answer within %lld ms",
+	    (long long)st->cfg->redis_timeout_ms);
+	store_fail(st, why, 1);
+}
+
+/* Redis's durability as one word, for STATS and the start-up warning. */
+static void
+store_update_durability(struct store *st)
+{
+	const char	*was = st->durability[0] != '\0' ? st->durability :
+			    NULL;
+	char		 now[sizeof(st->durability)];
+
+	if (st->appendonly[0] == '\0' || st->appendfsync[0] == '\0')
+		snprintf(now, sizeof(now), "unknown");
+	else if (strcmp(st->appendonly, "yes") != 0)
+		snprintf(now, sizeof(now), "appendonly-off");
+	else if (strcmp(st->appendfsync, "always") != 0)
+		snprintf(now, sizeof(now), "appendfsync-%s", st->appendfsync);
+	else
+		snprintf(now, sizeof(now), "ok");
+	if (strcmp(now, "ok") != 0 && (was == NULL || strcmp(was, now) != 0))
+		log_warnx("redis %s: %s: an acknowledged grant is only as "
+		    "durable as Redis's AOF policy (appendonly yes, "
+		    "appendfsync always make it survive a crash of Redis)",
+		    st->address, now);
+	snprintf(st->durability, sizeof(st->durability), "%s", now);
+}
+
+/* CONFIG GET's [name, value] into buf; left empty when refused. */
+static void
+store_config_value(const redisReply *r, char *buf, size_t len)
+{
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_STRING)
+		snprintf(buf, len, "%s", r->element[1]->str);
+	else
+		buf[0] = '\0';
+}
+
+/* EXEC's answer: every queued command must have succeeded. */
+static int
+store_exec_ok(const redisReply *r, char *why, size_t len)
+{
+	size_t	i;
+
+	if (r == NULL) {
+		snprintf(why, len, "connection lost");
+		return (0);
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, len, "EXEC: %s", r->str);
+		return (0);
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(why, len, "EXEC: transaction aborted");
+		return (0);
+	}
+	for (i = 0; i < r->elements; i++) {
+		if (r->element[i]->type == REDIS_REPLY_ERROR) {
+			snprintf(why, len, "in EXEC: %s", r->element[i]->str);
+			return (0);
+		}
+	}
+	return (1);
+}
+
+static void
+store_handshake_done(struct store *st, const redisReply *r)
+{
+	char	**names;
+	size_t	  i, n = 0;
+
+	names = xcalloc(r->elements + 1, sizeof(*names));
+	for (i = 0; i < r->elements; i++) {
+		if (r->element[i]->type == REDIS_REPLY_STRING)
+			names[n++] = r->element[i]->str;
+	}
+	evtimer_del(st->deadline_ev);
+	st->ready = 1;
+	st->backoff_ms = 0;
+	store_update_durability(st);
+	log_info("redis %s: connected", st->address);
+	st->ev.ready(st->ctx, st->hs_tokens, names, n);
+	free(names);
+}
+
+static void
+store_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct store		*st = ac->data;
+	const redisReply	*r = reply;
+	enum store_step		 step = (enum store_step)(intptr_t)privdata;
+	char			 why[256];
+	uint64_t		 v;
+
+	if (ac != st->ac)
+		return;		/* a dropped connection's leftovers */
+	if (r == NULL) {
+		store_fail(st, ac->errstr[0] != '\0' ? ac->errstr :
+		    "connection lost", 1);
+		return;
+	}
+	switch (step) {
+	case STEP_AUTH:
+	case STEP_SELECT:
+		if (r->type == REDIS_REPLY_ERROR) {
+			snprintf(why, sizeof(why), "%s: %s", step == STEP_AUTH ?
+			    "AUTH" : "SELECT", r->str);
+			store_fail(st, why, 1);
+		}
+		break;
+	case STEP_APPENDONLY:
+		store_config_value(r, st->appendonly, sizeof(st->appendonly));
+		break;
+	case STEP_APPENDFSYNC:
+		store_config_value(r, st->appendfsync, sizeof(st->appendfsync));
+		break;
+	case STEP_TOKENS:
+	case STEP_HEARTBEAT:
+		if (store_reply_u64(r, &v) != 0) {
+			snprintf(why, sizeof(why), "GET %stokens: %s",
+			    st->cfg->redis_prefix, r->type == REDIS_REPLY_ERROR ?
+			    r->str : "not a number");
+			store_fail(st, why, 1);
+			break;
+		}
+		if (step == STEP_TOKENS) {
+			st->hs_tokens = v;
+			break;
+		}
+		evtimer_del(st->deadline_ev);
+		st->busy = 0;
+		st->ev.heartbeat(st->ctx, v);
+		break;
+	case STEP_SEMS:
+		if (r->type != REDIS_REPLY_ARRAY) {
+			snprintf(why, sizeof(why), "SMEMBERS %ssems: %s",
+			    st->cfg->redis_prefix, r->type == REDIS_REPLY_ERROR ?
+			    r->str : "not a set");
+			store_fail(st, why, 1);
+			break;
+		}
+		store_handshake_done(st, r);
+		break;
+	case STEP_EXEC:
+		if (!store_exec_ok(r, why, sizeof(why))) {
+			store_fail(st, why, 1);
+			break;
+		}
+		evtimer_del(st->deadline_ev);
+		st->busy = 0;
+		st->ev.batch_done(st->ctx, 1);
+		break;
+	}
+}
+
+static void
+store_command(struct store *st, enum store_step step, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	redisvAsyncCommand(st->ac, store_reply_cb, (void *)(intptr_t)step, fmt,
+	    ap);
+	va_end(ap);
+}
+
+/* Connected: authenticate, select, and read what ready() reports. */
+static void
+store_handshake(struct store *st)
+{
+	char	key[STORE_KEY_MAX];
+
+	if (st->cfg->redis_password != NULL)
+		store_command(st, STEP_AUTH, "AUTH %s",
+		    st->cfg->redis_password);
+	if (st->cfg->redis_db != 0)
+		store_command(st, STEP_SELECT, "SELECT %lld",
+		    (long long)st->cfg->redis_db);
+	store_command(st, STEP_APPENDONLY, "CONFIG GET appendonly");
+	store_command(st, STEP_APPENDFSYNC, "CONFIG GET appendfsync");
+	store_key(st, key, NULL, 0, "tokens");
+	store_command(st, STEP_TOKENS, "GET %s", key);
+	store_key(st, key, NULL, 0, "sems");
+	store_command(st, STEP_SEMS, "SMEMBERS %s", key);
+	store_arm_deadline(st, 0);
+}
+
+static void
+store_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct store	*st = ac->data;
+
+	if (ac != st->ac)
+		return;
+	if (status != REDIS_OK) {
+		store_fail(st, ac->errstr, 0);	/* hiredis frees ac */
+		return;
+	}
+	store_handshake(st);
+}
+
+static void
+store_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct store	*st = ac->data;
+
+	if (ac != st->ac)
+		return;
+	store_fail(st, status == REDIS_OK ? "disconnected" : ac->errstr, 0);
+}
+
+void
+store_connect(struct store *st)
+{
+	redisAsyncContext	*ac;
+
+	if (st->ac != NULL)
+		return;
+	ac = st->port == 0 ? redisAsyncConnectUnix(st->host) :
+	    redisAsyncConnect(st->host, st->port);
+	if (ac == NULL) {
+		store_fail(st, "out of memory", 0);
+		return;
+	}
+	if (ac->err) {
+		char	why[128];
+
+		snprintf(why, sizeof(why), "%s", ac->errstr);
+		redisAsyncFree(ac);
+		store_fail(st, why, 0);
+		return;
+	}
+	ac->data = st;
+	st->ac = ac;
+	redisLibeventAttach(ac, st->base);
+	redisAsyncSetConnectCallback(ac, store_connect_cb);
+	redisAsyncSetDisconnectCallback(ac, store_disconnect_cb);
+	store_arm_deadline(st, 0);
+}
+
+static void
+store_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	store_connect(arg);
+}
+
+static void
+store_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct store	*st = arg;
+	char		 key[STORE_KEY_MAX];
+
+	(void)fd;
+	(void)what;
+	if (st->ac == NULL || !st->ready || st->busy != 0)
+		return;		/* a batch in flight is a heartbeat too */
+	st->busy = STEP_HEARTBEAT;
+	store_key(st, key, NULL, 0, "tokens");
+	store_command(st, STEP_HEARTBEAT, "GET %s", key);
+	store_arm_deadline(st, 0);
+}
+
+/*
+ * The connection failed: drop it (unless hiredis is freeing it, !drop),
+ * fail the batch in flight, report, and retry after a jittered backoff.
+ */
+static void
+store_fail(struct store *st, const char *why, int drop)
+{
+	redisAsyncContext	*ac = st->ac;
+	enum store_step		 busy = st->busy;
+	char			 reason[256];
+	struct timeval		 tv;
+	unsigned		 delay;
+
+	/* why may live in ac, which the free below releases. */
+	snprintf(reason, sizeof(reason), "%s", why);
+	st->ac = NULL;
+	st->ready = 0;
+	st->busy = 0;
+	evtimer_del(st->deadline_ev);
+	if (ac != NULL && drop)
+		redisAsyncFree(ac);	/* our callbacks now ignore it */
+
+	st->backoff_ms = st->backoff_ms == 0 ? STORE_BACKOFF_MIN_MS :
+	    st->backoff_ms * 2;
+	if (st->backoff_ms > STORE_BACKOFF_MAX_MS)
+		st->backoff_ms = STORE_BACKOFF_MAX_MS;
+	/* Jitter: many semd instances must not reconnect in lockstep. */
+	delay = st->backoff_ms / 2 + (unsigned)random() %
+	    (st->backoff_ms / 2 + 1);
+	tv.tv_sec = delay / 1000;
+	tv.tv_usec = (suseconds_t)(delay % 1000) * 1000;
+	evtimer_add(st->retry_ev, &tv);
+
+	if (busy == STEP_EXEC)
+		st->ev.batch_done(st->ctx, 0);
+	st->ev.lost(st->ctx, reason);
+}
+
+void
+store_reconnect(struct store *st, const char *why)
+{
+	if (st->ac != NULL)
+		store_fail(st, why, 1);
+}
+
+int
+store_can_submit(struct store *st)
+{
+	return (st->ac != NULL && st->ready && st->busy == 0);
+}
+
+static void
+store_emit_async(void *arg, int argc, const char **argv, const size_t *lens)
+{
+	redisAsyncCommandArgv(arg, NULL, NULL, argc, argv, lens);
+}
+
+void
+store_submit(struct store *st, const struct store_change *ch, size_t n)
+{
+	size_t	i;
+
+	redisAsyncCommand(st->ac, NULL, NULL, "MULTI");
+	for (i = 0; i < n; i++)
+		store_encode(st, &ch[i], store_emit_async, st->ac);
+	store_command(st, STEP_EXEC, "EXEC");
+	st->busy = STEP_EXEC;
+	store_arm_deadline(st, n / STORE_CHANGES_PER_MS);
+}
+
+struct store *
+store_new(const struct config *cfg, struct event_base *base,
+    const struct store_events *events, void *ctx)
+{
+	struct store	*st = xcalloc(1, sizeof(*st));
+	struct timeval	 hb = { STORE_HEARTBEAT_MS / 1000,
+			    (STORE_HEARTBEAT_MS % 1000) * 1000 };
+	const char	*colon;
+
+	st->cfg = cfg;
+	st->base = base;
+	st->ev = *events;
+	st->ctx = ctx;
+	if (strncmp(cfg->redis, "unix:", 5) == 0) {
+		snprintf(st->host, sizeof(st->host), "%s", cfg->redis + 5);
+		st->port = 0;
+	} else {
+		/* config.c checked the form HOST:PORT; "[v6]:PORT" too. */
+		colon = strrchr(cfg->redis, ':');
+		snprintf(st->host, sizeof(st->host), "%.*s",
+		    (int)(colon - cfg->redis), cfg->redis);
+		if (st->host[0] == '[' && st->host[strlen(st->host) - 1] == ']') {
+			memmove(st->host, st->host + 1, strlen(st->host));
+			st->host[strlen(st->host) - 1] = '\0';
+		}
+		st->port = atoi(colon + 1);
+	}
+	snprintf(st->address, sizeof(st->address), "%s", cfg->redis);
+	snprintf(st->durability, sizeof(st->durability), "unknown");
+	st->deadline_ev = evtimer_new(base, store_deadline_cb, st);
+	st->retry_ev = evtimer_new(base, store_retry_cb, st);
+	st->heartbeat_ev = event_new(base, -1, EV_PERSIST, store_heartbeat_cb,
+	    st);
+	if (st->deadline_ev == NULL || st->retry_ev == NULL ||
+	    st->heartbeat_ev == NULL || event_add(st->heartbeat_ev, &hb) != 0)
+		fatalx("cannot set up the redis timers");
+	return (st);
+}
+
+void
+store_free(struct store *st)
+{
+	redisAsyncContext	*ac = st->ac;
+
+	st->ac = NULL;
+	if (ac != NULL)
+		redisAsyncFree(ac);
+	event_free(st->deadline_ev);
+	event_free(st->retry_ev);
+	event_free(st->heartbeat_ev);
+	free(st);
+}
+
+const char *
+store_durability(struct store *st)
+{
+	return (st->durability);
+}
+
+const char *
+store_address(struct store *st)
+{
+	return (st->address);
+}

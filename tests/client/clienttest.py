@@ -5,11 +5,14 @@ tests/semdtest.py (imported whole, so a test script needs only this).
                               "FAIL -" lines become this script's checks
     cli(port, "info", "jobs") run semd-cli: (status, stdout, stderr)
     free_port()               a TCP port nobody listens on (for now)
+    Redis()                   a private redis-server, for persistence
 """
+import atexit
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
@@ -90,3 +93,50 @@ def cli(port, *args, env=None, timeout=30, input=None):
     err = p.stderr.decode("utf-8", "replace")
     no_sanitizer_report(err, "semd-cli %s" % " ".join(map(str, args)))
     return p.returncode, out, err
+
+
+class Redis:
+    """A private redis-server on 127.0.0.1 and a free port, no disk
+    writes; stopped by PID (context manager, and at exit)."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="semdtest.redis.")
+        self.log = open(os.path.join(self.dir, "redis.log"), "wb")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind",
+             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+             self.dir], stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=subprocess.STDOUT)
+        atexit.register(self.stop)
+        if not wait_until(self._answers, 10):
+            self.stop()
+            raise StartError("redis-server did not answer on port %d"
+                             % self.port)
+
+    def _answers(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), 1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def semd_supports(directive):
+    """True if this semd knows --DIRECTIVE (checked with -t)."""
+    status, out, err = run_semd("--" + directive, "x", "-t")
+    return "unknown directive" not in err

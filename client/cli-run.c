@@ -30,7 +30,8 @@ static const int cli_run_forwarded[] = {
 };
 #define CLI_RUN_NSIGS	(sizeof(cli_run_forwarded) / sizeof(int))
 
-static int	cli_run_pipe[2] = { -1, -1 };
+static int		cli_run_pipe[2] = { -1, -1 };
+static struct sigaction	cli_run_saved[CLI_RUN_NSIGS + 1];
 
 /*
  * Signals go through a pipe to the loop. A signal the terminal sent
@@ -70,13 +71,28 @@ cli_run_handlers(void)
 	sa.sa_sigaction = cli_run_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
-	if (sigaction(SIGCHLD, &sa, NULL) != 0)
+	if (sigaction(SIGCHLD, &sa, &cli_run_saved[CLI_RUN_NSIGS]) != 0)
 		return (-1);
 	for (i = 0; i < CLI_RUN_NSIGS; i++) {
-		if (sigaction(cli_run_forwarded[i], &sa, NULL) != 0)
+		if (sigaction(cli_run_forwarded[i], &sa, &cli_run_saved[i]) !=
+		    0)
 			return (-1);
 	}
 	return (0);
+}
+
+/* Put back the handlers cli_run_handlers() replaced (for the prompt). */
+static void
+cli_run_restore(void)
+{
+	size_t	i;
+
+	sigaction(SIGCHLD, &cli_run_saved[CLI_RUN_NSIGS], NULL);
+	for (i = 0; i < CLI_RUN_NSIGS; i++)
+		sigaction(cli_run_forwarded[i], &cli_run_saved[i], NULL);
+	close(cli_run_pipe[0]);
+	close(cli_run_pipe[1]);
+	cli_run_pipe[0] = cli_run_pipe[1] = -1;
 }
 
 /* fork and exec argv with the signal mask and handlers semd-cli found. */
@@ -147,10 +163,14 @@ cli_run_wait(struct cli *cli, const char *sem, pid_t pid, int *held)
 		pfd[0].events = POLLIN;
 		pfd[1].fd = semc_fd(cli->c);
 		pfd[1].events = POLLIN;
+		pfd[0].revents = pfd[1].revents = 0;
 		nfds = *held && !broken && pfd[1].fd != -1 ? 2 : 1;
 		if (poll(pfd, (nfds_t)nfds, broken ? CLI_RUN_RETRY_MS : -1) ==
-		    -1 && errno != EINTR)
-			return (-1);
+		    -1) {
+			if (errno != EINTR)
+				return (-1);
+			continue;
+		}
 		if (pfd[0].revents & POLLIN) {
 			n = read(cli_run_pipe[0], sigs, sizeof(sigs));
 			for (i = 0; i < n; i++) {
@@ -184,15 +204,22 @@ cli_run(struct cli *cli, const struct cli_args *a)
 	    &token);
 	if (err != SEMC_OK)
 		return (cli_fail(cli, err));
-	if (pipe2(cli_run_pipe, O_CLOEXEC | O_NONBLOCK) != 0 ||
-	    cli_run_handlers() != 0) {
+	if (pipe2(cli_run_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
 		perror("semd-cli: run");
+		semc_release(cli->c, sem, token);
+		return (CLI_EXIT_SERVER);
+	}
+	if (cli_run_handlers() != 0) {
+		perror("semd-cli: run");
+		cli_run_restore();
+		semc_release(cli->c, sem, token);
 		return (CLI_EXIT_SERVER);
 	}
 	cli_run_sigset(&blocked);
 	sigprocmask(SIG_SETMASK, NULL, &old);
 	if ((pid = cli_run_spawn(a->argv, &blocked, &old)) == -1) {
 		perror("semd-cli: fork");
+		cli_run_restore();
 		semc_release(cli->c, sem, token);
 		return (CLI_EXIT_SERVER);
 	}
@@ -202,6 +229,7 @@ cli_run(struct cli *cli, const struct cli_args *a)
 		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
 			;
 	}
+	cli_run_restore();
 	if (held && semc_release(cli->c, sem, token) != SEMC_OK)
 		fprintf(stderr, "semd-cli: warning: release of %s failed: "
 		    "%s\n", sem, semc_errmsg(cli->c));

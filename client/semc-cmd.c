@@ -555,8 +555,10 @@ semc_quit(struct semc *c)
 	struct proto_reply	reply;
 	enum semc_err		err;
 
-	if (c->fd == -1)
+	if (c->fd == -1) {	/* nothing to quit; forget bound permits */
+		semc_close(c);
 		return (semc_seterr(c, SEMC_OK, NULL));
+	}
 	err = semc_call(c, SEMC_REQ_PLAIN, 0, &reply, "QUIT");
 	semc_close(c);
 	return (err);

@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "semc-int.h"
@@ -68,6 +69,22 @@ semc_seterr(struct semc *c, enum semc_err err, const char *fmt, ...)
 		va_end(ap);
 	}
 	return (err);
+}
+
+/* Turn the outcome was (recorded last) into err, keeping its details. */
+enum semc_err
+semc_seterr_again(struct semc *c, enum semc_err was, enum semc_err err,
+    const char *what)
+{
+	const char	*old = semc_strerror(was);
+	char		 why[SEMC_ERRMSG_MAX];
+	size_t		 skip = 0;
+
+	if (strncmp(c->errmsg, old, strlen(old)) == 0 &&
+	    strncmp(c->errmsg + strlen(old), ": ", 2) == 0)
+		skip = strlen(old) + 2;
+	snprintf(why, sizeof(why), "%s", c->errmsg + skip);
+	return (semc_seterr(c, err, "%s: %s", what, why));
 }
 
 const char *

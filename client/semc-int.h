@@ -47,6 +47,8 @@ enum semc_req_kind {
 /* semc-err.c */
 enum semc_err	 semc_seterr(struct semc *c, enum semc_err err,
 		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+enum semc_err	 semc_seterr_again(struct semc *c, enum semc_err was,
+		    enum semc_err err, const char *what);
 enum semc_err	 semc_err_from_proto(enum proto_err code);
 int64_t		 semc_now_ms(void);
 

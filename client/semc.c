@@ -118,12 +118,9 @@ semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 	    &linelen);
 	if (err != SEMC_OK) {
 		semc_conn_close(c);
-		if (err == SEMC_ERR_NOREPLY && kind == SEMC_REQ_ACQUIRE) {
-			char	why[SEMC_ERRMSG_MAX];
-
-			snprintf(why, sizeof(why), "%s", c->errmsg);
-			return (semc_seterr(c, SEMC_ERR_LOST, "(%s)", why));
-		}
+		if (err == SEMC_ERR_NOREPLY && kind == SEMC_REQ_ACQUIRE)
+			return (semc_seterr_again(c, err, SEMC_ERR_LOST,
+			    "the reply"));
 		return (err);
 	}
 	switch (proto_parse_reply(line, linelen, reply)) {
@@ -177,6 +174,12 @@ semc_open(struct semc *c)
 		explicit_bzero(req, sizeof(req));
 		if (err != SEMC_OK) {
 			semc_conn_close(c);
+			/* The caller's request was not sent: say "connect". */
+			if (err == SEMC_ERR_NOTSENT ||
+			    err == SEMC_ERR_NOREPLY ||
+			    err == SEMC_ERR_BADREPLY)
+				return (semc_seterr_again(c, err,
+				    SEMC_ERR_CONNECT, "during AUTH"));
 			return (err);
 		}
 	}

@@ -5,7 +5,7 @@
  *
  *	struct semc *c = semc_new(NULL);		// 127.0.0.1:7313
  *	uint64_t token;
- *	if (semc_acquire(c, "db-pool", 1, 30000, -1, &token) != SEMC_OK)
+ *	if (semc_acquire(c, "db-pool", 1, 30000, SEMC_BOUND, &token) != SEMC_OK)
  *		errx(1, "db-pool: %s", semc_errmsg(c));
  *	use_the_pool(token);  semc_release(c, "db-pool", token);  semc_free(c);
  *

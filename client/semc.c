@@ -166,9 +166,11 @@ semc_open(struct semc *c)
 		return (err);
 	if (c->password != NULL) {
 		len = snprintf(req, sizeof(req), "AUTH %s\n", c->password);
-		if (len < 0 || (size_t)len >= sizeof(req))
+		if (len < 0 || (size_t)len >= sizeof(req)) {
+			semc_conn_close(c);
 			return (semc_seterr(c, SEMC_ERR_INVAL,
 			    "password too long"));
+		}
 		err = semc_roundtrip(c, SEMC_REQ_PLAIN, 0, req, (size_t)len,
 		    &reply);
 		explicit_bzero(req, sizeof(req));

@@ -239,7 +239,9 @@ enum semc_err	 semc_quit(struct semc *c);
  * is called on the keeper's thread, semc_keeper_fd() becomes readable,
  * and semc_keeper_lost() answers 1. The keeper never guesses that a lease
  * it could not refresh is still held: the holder must stop trusting it
- * (and the resource should check the fencing token).
+ * (and the resource should check the fencing token). Give the keeper an
+ * io_timeout_ms well under a third of its shortest lease, so a refresh
+ * that hangs is noticed before the lease runs out.
  */
 struct semc_keeper;
 typedef void	semc_keeper_fn(void *arg, const char *sem, uint64_t token,

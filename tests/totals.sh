@@ -7,8 +7,7 @@ set -u
 dir=${1:-.}
 passed=0
 failed=0
-for trs in "$dir"/tests/*.trs "$dir"/tests/integration/*.trs \
-    "$dir"/tests/persistence/*.trs; do
+for trs in "$dir"/tests/*.trs "$dir"/tests/*/*.trs; do
 	[ -f "$trs" ] || continue
 	log=${trs%.trs}.log
 	p=0

@@ -1,0 +1,79 @@
+/*
+ * cli.h: what the files of semd-cli share.
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdint.h>
+
+#include "semc.h"
+
+/* semd-cli's documented exit statuses (semd-cli(1)). */
+enum cli_exit {
+	CLI_EXIT_OK = 0,	/* done */
+	CLI_EXIT_TIMEOUT = 1,	/* not granted in time */
+	CLI_EXIT_USAGE = 2,	/* bad command line */
+	CLI_EXIT_SERVER = 3,	/* semd refused, or the outcome is unknown */
+	CLI_EXIT_CONNECT = 4	/* semd could not be reached: nothing done */
+};
+
+struct cli {
+	struct semc	*c;
+	struct semc_opts opts;
+	int		 json;
+	int		 interactive;	/* the prompt: bound permits allowed */
+};
+
+/* A command's arguments after its name. */
+#define CLI_MAX_POS	3
+struct cli_args {
+	const char	*pos[CLI_MAX_POS];
+	int		 npos;
+	uint32_t	 n;		/* -n, 1 by default */
+	int64_t		 timeout_ms;	/* --timeout; SEMC_FOREVER */
+	int64_t		 lease_ms;	/* --lease; SEMC_BOUND */
+	char		**argv;		/* after "--" (run) */
+	int		 argc;
+	int		 json;		/* --json after the command */
+};
+
+/* Which options a command takes. */
+#define CLI_OPT_N	0x1
+#define CLI_OPT_TIMEOUT	0x2
+#define CLI_OPT_LEASE	0x4
+#define CLI_OPT_CMD	0x8		/* "-- CMD ARGS..." */
+
+/* cli-args.c */
+int	 cli_parse_duration(const char *s, int64_t *ms);
+int	 cli_parse_u32(const char *s, uint32_t min, uint32_t *out);
+int	 cli_parse_token(const char *s, uint64_t *out);
+int	 cli_parse_args(const char *cmd, int flags, int argc, char **argv,
+	    struct cli_args *a);
+void	 cli_usage_error(const char *fmt, ...)
+	    __attribute__((format(printf, 1, 2)));
+
+/* cli-cmd.c: run one command line (argv[0] is the command). */
+int	 cli_dispatch(struct cli *cli, int argc, char **argv);
+int	 cli_fail(struct cli *cli, enum semc_err err);
+void	 cli_help(void);
+
+/* cli-out.c */
+void	 cli_json_str(const char *s);
+void	 cli_out_ok(struct cli *cli, const char *text);
+void	 cli_out_token(struct cli *cli, uint64_t token);
+void	 cli_out_info(struct cli *cli, const struct semc_info *info, int n);
+void	 cli_out_check(struct cli *cli, const struct semc_check *chk);
+void	 cli_out_holders(struct cli *cli, const struct semc_holder *h,
+	    size_t n);
+void	 cli_out_waiters(struct cli *cli, const struct semc_waiter *w,
+	    size_t n);
+void	 cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n);
+void	 cli_out_error(struct cli *cli, enum semc_err err, const char *msg);
+
+/* cli-run.c */
+int	 cli_run(struct cli *cli, const struct cli_args *a);
+
+/* cli-prompt.c */
+int	 cli_prompt(struct cli *cli);
+
+#endif /* CLI_H */

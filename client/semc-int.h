@@ -1,0 +1,86 @@
+/*
+ * semc-int.h: what the files of libsemc share and callers never see.
+ */
+#ifndef SEMC_INT_H
+#define SEMC_INT_H
+
+#include <stdint.h>
+
+#include "proto.h"
+#include "semc.h"
+
+#define SEMC_ERRMSG_MAX		320
+#define SEMC_LINE_MAX		65536	/* longest reply line accepted */
+#define SEMC_REQ_MAX		512	/* our requests: names <= 200 bytes */
+
+struct semc {
+	char		*host;
+	char		*unix_path;
+	char		*password;
+	int		 port;
+	int		 connect_timeout_ms;
+	int		 io_timeout_ms;
+
+	int		 fd;		/* -1 when not connected */
+	int		 ever_connected;
+	char		*buf;		/* bytes read, not yet taken */
+	size_t		 buflen;
+	size_t		 bufsize;
+	size_t		 linelen;	/* the line taken last, at buf[0] */
+
+	struct semc_permit *bound;	/* permits bound to the connection */
+	size_t		 nbound;
+	struct semc_permit *lost;	/* reported lost, not yet popped */
+	size_t		 nlost;
+	semc_lost_fn	*lost_fn;
+	void		*lost_arg;
+
+	char		 errmsg[SEMC_ERRMSG_MAX];
+};
+
+/* How a request's lost reply is reported. */
+enum semc_req_kind {
+	SEMC_REQ_PLAIN,		/* SEMC_ERR_NOREPLY */
+	SEMC_REQ_ACQUIRE	/* SEMC_ERR_LOST */
+};
+
+/* semc-err.c */
+enum semc_err	 semc_seterr(struct semc *c, enum semc_err err,
+		    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+enum semc_err	 semc_seterr_again(struct semc *c, enum semc_err was,
+		    enum semc_err err, const char *what);
+enum semc_err	 semc_err_from_proto(enum proto_err code);
+int64_t		 semc_now_ms(void);
+
+/* semc-conn.c: the socket, lines both ways, with deadlines. */
+enum semc_err	 semc_conn_open(struct semc *c);
+void		 semc_conn_close(struct semc *c);
+int		 semc_conn_broken(struct semc *c);
+/* 0: all sent; 1: nothing sent (peer gone); -1: failed part way or timed out. */
+int		 semc_conn_send(struct semc *c, const char *req, size_t len,
+		    int64_t deadline_ms, int *errnum);
+enum semc_err	 semc_conn_readline(struct semc *c, int64_t deadline_ms,
+		    const char **line, size_t *len);
+
+/*
+ * semc.c: send req (a line without "\n") and read its reply into
+ * *reply (words point into c's buffer until the next call). wait_ms is
+ * how long the server may take on top of the I/O timeout (-1: for ever).
+ * SEMC_OK for an OK reply; an ERR or TIMEOUT reply gives its outcome.
+ */
+enum semc_err	 semc_call(struct semc *c, enum semc_req_kind kind,
+		    int64_t wait_ms, struct proto_reply *reply,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* ATTACH on the connection as it is (while re-attaching). */
+enum semc_err	 semc_call_attach(struct semc *c, const char *sem,
+		    uint64_t token);
+
+/* semc-bound.c: the permits bound to the connection. */
+enum semc_err	 semc_bound_add(struct semc *c, const char *sem,
+		    uint64_t token, uint32_t n);
+void		 semc_bound_remove(struct semc *c, const char *sem,
+		    uint64_t token);
+enum semc_err	 semc_bound_reattach(struct semc *c);
+void		 semc_bound_clear(struct semc *c);
+
+#endif /* SEMC_INT_H */

@@ -1,0 +1,262 @@
+/*
+ * semc.c: a libsemc handle: options, connecting (AUTH, re-attaching bound
+ * permits), and semc_call(), the one place a request meets the network,
+ * which decides what a failure means for the request.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "semc-int.h"
+
+#define SEMC_CONNECT_TIMEOUT_MS	5000
+#define SEMC_IO_TIMEOUT_MS	10000
+
+static char *
+semc_strdup_or_null(const char *s, int *failed)
+{
+	char	*p;
+
+	if (s == NULL)
+		return (NULL);
+	if ((p = strdup(s)) == NULL)
+		*failed = 1;
+	return (p);
+}
+
+struct semc *
+semc_new(const struct semc_opts *opts)
+{
+	struct semc_opts	 defaults;
+	struct semc		*c;
+	int			 failed = 0;
+
+	if (opts == NULL) {
+		memset(&defaults, 0, sizeof(defaults));
+		opts = &defaults;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return (NULL);
+	c->fd = -1;
+	c->host = semc_strdup_or_null(opts->host != NULL ? opts->host :
+	    "127.0.0.1", &failed);
+	c->unix_path = semc_strdup_or_null(opts->unix_path, &failed);
+	c->password = semc_strdup_or_null(opts->password, &failed);
+	c->port = opts->port > 0 ? opts->port : SEMC_DEFAULT_PORT;
+	c->connect_timeout_ms = opts->connect_timeout_ms != 0 ?
+	    opts->connect_timeout_ms : SEMC_CONNECT_TIMEOUT_MS;
+	c->io_timeout_ms = opts->io_timeout_ms != 0 ? opts->io_timeout_ms :
+	    SEMC_IO_TIMEOUT_MS;
+	if (failed) {
+		semc_free(c);
+		return (NULL);
+	}
+	semc_seterr(c, SEMC_OK, NULL);
+	return (c);
+}
+
+void
+semc_free(struct semc *c)
+{
+	if (c == NULL)
+		return;
+	semc_conn_close(c);
+	free(c->host);
+	free(c->unix_path);
+	if (c->password != NULL)
+		explicit_bzero(c->password, strlen(c->password));
+	free(c->password);
+	free(c->buf);
+	free(c->bound);
+	free(c->lost);
+	free(c);
+}
+
+int
+semc_fd(const struct semc *c)
+{
+	return (c->fd);
+}
+
+void
+semc_close(struct semc *c)
+{
+	semc_conn_close(c);
+	semc_bound_clear(c);
+}
+
+/* The I/O deadline from now, extended by wait_ms (-1: for ever). */
+static int64_t
+semc_deadline(const struct semc *c, int64_t wait_ms)
+{
+	if (c->io_timeout_ms < 0 || wait_ms < 0)
+		return (-1);
+	return (semc_now_ms() + c->io_timeout_ms + wait_ms);
+}
+
+/*
+ * Send one line and read its reply, on the connection as it is. Every
+ * failure closes the connection, so that semd drops whatever part of
+ * the line it got and we never read a reply meant for another request.
+ */
+static enum semc_err
+semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
+    const char *req, size_t len, struct proto_reply *reply)
+{
+	enum semc_err	 err;
+	const char	*line;
+	size_t		 linelen;
+	int		 errnum;
+
+	if (semc_conn_send(c, req, len, semc_deadline(c, 0), &errnum) != 0) {
+		semc_conn_close(c);
+		return (semc_seterr(c, SEMC_ERR_NOTSENT, "%s",
+		    strerror(errnum)));
+	}
+	err = semc_conn_readline(c, semc_deadline(c, wait_ms), &line,
+	    &linelen);
+	if (err != SEMC_OK) {
+		semc_conn_close(c);
+		if (err == SEMC_ERR_NOREPLY && kind == SEMC_REQ_ACQUIRE)
+			return (semc_seterr_again(c, err, SEMC_ERR_LOST,
+			    "the reply"));
+		return (err);
+	}
+	switch (proto_parse_reply(line, linelen, reply)) {
+	case PROTO_REPLY_OK:
+		return (semc_seterr(c, SEMC_OK, NULL));
+	case PROTO_REPLY_TIMEOUT:
+		return (semc_seterr(c, SEMC_TIMEOUT, NULL));
+	case PROTO_REPLY_ERR:
+		err = semc_err_from_proto(reply->code);
+		if (err == SEMC_ERR_TOOLONG)
+			semc_conn_close(c);	/* semd closes it too */
+		if (err == SEMC_ERR_SERVER || reply->rest.len == 0)
+			return (semc_seterr(c, err, "ERR %.*s %.*s",
+			    (int)reply->code_word.len, reply->code_word.p,
+			    (int)reply->rest.len, reply->rest.p));
+		/* semd's own words say it best: "no semaphore 'x'". */
+		snprintf(c->errmsg, sizeof(c->errmsg), "%.*s (ERR %.*s)",
+		    (int)reply->rest.len, reply->rest.p,
+		    (int)reply->code_word.len, reply->code_word.p);
+		return (err);
+	default:
+		semc_conn_close(c);
+		return (semc_seterr(c, SEMC_ERR_BADREPLY, "'%.*s'",
+		    (int)(linelen > 60 ? 60 : linelen), line));
+	}
+}
+
+/*
+ * A new connection: AUTH if we have a password, then ATTACH again the
+ * permits bound to the connection we lost. The permits semd refuses are
+ * reported lost; an I/O failure keeps them all for the next attempt.
+ */
+static enum semc_err
+semc_open(struct semc *c)
+{
+	struct proto_reply	reply;
+	char			req[SEMC_REQ_MAX + 64];
+	enum semc_err		err;
+	int			len;
+
+	semc_conn_close(c);
+	if ((err = semc_conn_open(c)) != SEMC_OK)
+		return (err);
+	if (c->password != NULL) {
+		len = snprintf(req, sizeof(req), "AUTH %s\n", c->password);
+		if (len < 0 || (size_t)len >= sizeof(req)) {
+			semc_conn_close(c);
+			return (semc_seterr(c, SEMC_ERR_INVAL,
+			    "password too long"));
+		}
+		err = semc_roundtrip(c, SEMC_REQ_PLAIN, 0, req, (size_t)len,
+		    &reply);
+		explicit_bzero(req, sizeof(req));
+		if (err != SEMC_OK) {
+			semc_conn_close(c);
+			/* The caller's request was not sent: say "connect". */
+			if (err == SEMC_ERR_NOTSENT ||
+			    err == SEMC_ERR_NOREPLY ||
+			    err == SEMC_ERR_BADREPLY)
+				return (semc_seterr_again(c, err,
+				    SEMC_ERR_CONNECT, "during AUTH"));
+			return (err);
+		}
+	}
+	if (c->ever_connected && c->nbound > 0 &&
+	    (err = semc_bound_reattach(c)) != SEMC_OK) {
+		semc_conn_close(c);
+		return (err);
+	}
+	c->ever_connected = 1;
+	return (semc_seterr(c, SEMC_OK, NULL));
+}
+
+enum semc_err
+semc_connect(struct semc *c)
+{
+	if (!semc_conn_broken(c))
+		return (semc_seterr(c, SEMC_OK, NULL));
+	return (semc_open(c));
+}
+
+enum semc_err
+semc_reconnect(struct semc *c)
+{
+	return (semc_open(c));
+}
+
+/*
+ * Send the formatted request and read its reply. A connection found
+ * closed before sending is opened again first (once); a send that fails
+ * is retried once on a new connection, because semd never saw a whole
+ * line. A reply that does not come is never retried.
+ */
+enum semc_err
+semc_call(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
+    struct proto_reply *reply, const char *fmt, ...)
+{
+	char		 req[SEMC_REQ_MAX];
+	enum semc_err	 err;
+	va_list		 ap;
+	int		 len, reopened = 0;
+
+	va_start(ap, fmt);
+	len = vsnprintf(req, sizeof(req) - 1, fmt, ap);
+	va_end(ap);
+	if (len < 0 || (size_t)len >= sizeof(req) - 1)
+		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
+	req[len++] = '\n';
+
+	if (semc_conn_broken(c)) {
+		if ((err = semc_open(c)) != SEMC_OK)
+			return (err);
+		reopened = 1;
+	}
+	err = semc_roundtrip(c, kind, wait_ms, req, (size_t)len, reply);
+	if (err == SEMC_ERR_NOTSENT && !reopened) {
+		if ((err = semc_open(c)) != SEMC_OK)
+			return (err);
+		err = semc_roundtrip(c, kind, wait_ms, req, (size_t)len,
+		    reply);
+	}
+	return (err);
+}
+
+/* For semc-bound.c: one ATTACH on the connection being opened. */
+enum semc_err
+semc_call_attach(struct semc *c, const char *sem, uint64_t token)
+{
+	struct proto_reply	reply;
+	char			req[SEMC_REQ_MAX];
+	int			len;
+
+	len = snprintf(req, sizeof(req), "ATTACH %s %llu\n", sem,
+	    (unsigned long long)token);
+	if (len < 0 || (size_t)len >= sizeof(req))
+		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
+	return (semc_roundtrip(c, SEMC_REQ_PLAIN, 0, req, (size_t)len,
+	    &reply));
+}

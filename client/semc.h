@@ -1,0 +1,271 @@
+/*
+ * semc.h: libsemc, the blocking C client of semd (protocol version 1).
+ *
+ * Guard a resource in five lines:
+ *
+ *	struct semc *c = semc_new(NULL);		// 127.0.0.1:7313
+ *	uint64_t token;
+ *	if (semc_acquire(c, "db-pool", 1, 30000, SEMC_BOUND, &token) != SEMC_OK)
+ *		errx(1, "db-pool: %s", semc_errmsg(c));
+ *	use_the_pool(token);  semc_release(c, "db-pool", token);  semc_free(c);
+ *
+ * Results. Every call returns an enum semc_err: SEMC_OK, SEMC_TIMEOUT (an
+ * acquire not granted in time), one value per protocol ERR code, or one
+ * value per way the call itself failed. semc_errmsg() gives the last
+ * outcome in words, with the server's text for an ERR.
+ *
+ * Lost replies. A reply that never comes (connection dropped, I/O timeout)
+ * after the request was sent is never taken for a refusal: an ACQUIRE or
+ * TRY without its reply gives SEMC_ERR_LOST ("a permit may have been
+ * granted and lost"), any other request SEMC_ERR_NOREPLY (outcome
+ * unknown). The library never re-sends a request whose reply was lost; it
+ * re-sends only a request it could not send at all.
+ *
+ * Connections. semc_new() does not connect: the first call does, or
+ * semc_connect(). A call that finds its connection closed (semd restarted,
+ * a network failure) reconnects once, with the configured timeouts, sends
+ * AUTH again, and ATTACHes again every permit bound to the old connection
+ * that this handle still holds. Permits that cannot be taken back (semd
+ * without persistence forgets them; a reclaim-grace that ran out) are
+ * reported through the lost callback and semc_next_lost().
+ *
+ * Threads. A struct semc must not be used by two threads at once; distinct
+ * handles are independent and may be used from different threads. The
+ * lease keeper (struct semc_keeper) runs its own thread with its own
+ * connection, and its functions may be called from any thread. The
+ * library installs no signal handlers; it sends with MSG_NOSIGNAL, so a
+ * closed peer never raises SIGPIPE.
+ */
+#ifndef SEMC_H
+#define SEMC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SEMC_NAME_MAX		200	/* bytes in a semaphore name */
+#define SEMC_DEFAULT_PORT	7313
+#define SEMC_FOREVER		(-1)	/* timeout_ms: wait for ever */
+#define SEMC_BOUND		(-1)	/* lease_ms: bound to the connection */
+
+/*
+ * Outcomes, X(name, message). The protocol's ERR codes come first, in the
+ * order of the protocol, so SEMC_ERR_PROTO .. SEMC_ERR_UNAVAILABLE.
+ */
+#define SEMC_ERRORS(X)							\
+	X(OK,		"success")					\
+	X(ERR_PROTO,	"the server refused the request as malformed")	\
+	X(ERR_TOOLONG,	"the request line is too long for the server")	\
+	X(ERR_AUTH,	"authentication needed or refused")		\
+	X(ERR_NOSEM,	"no semaphore of that name")			\
+	X(ERR_EXISTS,	"the semaphore exists with another capacity")	\
+	X(ERR_RANGE,	"n is larger than the capacity")		\
+	X(ERR_NOTHELD,	"the permit is not held")			\
+	X(ERR_NOTOWNER,	"the permit is bound to another connection")	\
+	X(ERR_NOTLEASE,	"the permit is not a lease")			\
+	X(ERR_BUSY,	"the semaphore has holders or waiters")		\
+	X(ERR_LIMIT,	"a server limit was reached")			\
+	X(ERR_UNAVAILABLE, "the server's store is unavailable; nothing "	\
+			"was granted")					\
+	X(TIMEOUT,	"not granted within the timeout")		\
+	X(ERR_SERVER,	"the server sent an error this library does "	\
+			"not know")					\
+	X(ERR_CONNECT,	"cannot connect to semd")			\
+	X(ERR_NOTSENT,	"the connection failed before the request was "	\
+			"sent: nothing was done")			\
+	X(ERR_NOREPLY,	"the request was sent but its reply was lost: "	\
+			"outcome unknown")				\
+	X(ERR_LOST,	"the acquire was sent but its reply was lost: a "	\
+			"permit may have been granted and lost")	\
+	X(ERR_BADREPLY,	"the server's reply could not be understood")	\
+	X(ERR_INVAL,	"invalid argument; nothing was sent")		\
+	X(ERR_NOMEM,	"out of memory")
+
+enum semc_err {
+#define SEMC_X(name, msg) SEMC_##name,
+	SEMC_ERRORS(SEMC_X)
+#undef SEMC_X
+	SEMC__COUNT
+};
+
+/* Connection settings; a zeroed struct (or NULL) means every default. */
+struct semc_opts {
+	const char	*host;		/* NULL: "127.0.0.1"; a name or address */
+	int		 port;		/* 0: 7313 */
+	const char	*unix_path;	/* a Unix socket instead of host:port */
+	const char	*password;	/* sent with AUTH on every connect */
+	int		 connect_timeout_ms;	/* 0: 5000; -1: none */
+	int		 io_timeout_ms;	/* 0: 10000; -1: none; an ACQUIRE
+					   waits its own timeout on top */
+};
+
+struct semc;
+
+/* A permit bound to a connection, as reported lost. */
+struct semc_permit {
+	char		sem[SEMC_NAME_MAX + 1];
+	uint64_t	token;
+	uint32_t	n;
+};
+
+struct semc_info {		/* INFO, and each line of LIST */
+	char		name[SEMC_NAME_MAX + 1];
+	uint32_t	capacity;
+	uint64_t	used;
+	uint64_t	available;
+	uint64_t	holders;
+	uint64_t	waiters;
+};
+
+struct semc_holder {		/* each line of HOLDERS */
+	uint64_t	token;
+	uint32_t	n;
+	int		lease;		/* 1: a lease, 0: bound */
+	uint64_t	owner;		/* connection id; 0: none */
+	int64_t		ttl_ms;		/* lease time left; -1 for bound */
+};
+
+struct semc_waiter {		/* each line of WAITERS, in queue order */
+	uint32_t	n;
+	uint64_t	waited_ms;
+	uint64_t	owner;
+};
+
+struct semc_check {		/* CHECK of a held grant */
+	uint32_t	n;
+	int		lease;
+	int64_t		ttl_ms;		/* -1 for bound */
+};
+
+struct semc_stat {		/* each line of STATS: strings, as sent */
+	const char	*key;
+	const char	*value;
+};
+
+/* Called for each bound permit a reconnect could not take back. */
+typedef void	semc_lost_fn(void *arg, const struct semc_permit *permit,
+		    enum semc_err why);
+
+/* The message of an outcome (static); "unknown error" when out of range. */
+const char	*semc_strerror(enum semc_err err);
+/* "OK", "ERR_NOSEM", "TIMEOUT", ...: the outcome's name (static). */
+const char	*semc_errname(enum semc_err err);
+
+/* A handle with a copy of opts (NULL: defaults); NULL only without memory. */
+struct semc	*semc_new(const struct semc_opts *opts);
+/* Close the connection (its bound permits are released by semd) and free. */
+void		 semc_free(struct semc *c);
+/* The last outcome in words, with the server's text; never NULL. */
+const char	*semc_errmsg(const struct semc *c);
+
+/* Connect now (and AUTH) if not connected. */
+enum semc_err	 semc_connect(struct semc *c);
+/*
+ * Drop the connection and connect again, re-attaching the bound permits
+ * this handle holds; those not taken back are reported as lost. For a
+ * caller that saw semc_fd() become readable (semd closed it) while idle.
+ */
+enum semc_err	 semc_reconnect(struct semc *c);
+/* Close the connection; semd releases its bound permits, as forgotten. */
+void		 semc_close(struct semc *c);
+/* The socket, to poll for readability (semd closing it) while idle; -1. */
+int		 semc_fd(const struct semc *c);
+
+/* Report lost bound permits to fn(arg, ...) as well as queueing them. */
+void		 semc_set_lost_cb(struct semc *c, semc_lost_fn *fn, void *arg);
+/* Pop the oldest permit reported lost into *out: 1, or 0 when none. */
+int		 semc_next_lost(struct semc *c, struct semc_permit *out);
+/* How many permits bound to this handle's connection it holds. */
+size_t		 semc_bound_count(const struct semc *c);
+
+enum semc_err	 semc_ping(struct semc *c);
+/* AUTH now; on success the password is kept for later reconnects. */
+enum semc_err	 semc_auth(struct semc *c, const char *password);
+enum semc_err	 semc_create(struct semc *c, const char *sem, uint32_t capacity);
+enum semc_err	 semc_resize(struct semc *c, const char *sem, uint32_t capacity);
+enum semc_err	 semc_delete(struct semc *c, const char *sem);
+
+/*
+ * ACQUIRE n permits of sem, waiting timeout_ms (SEMC_FOREVER: no limit;
+ * 0: don't wait). lease_ms >= 0 asks for a lease, SEMC_BOUND binds the
+ * permit to this handle's connection, which then remembers it for
+ * re-attaching. SEMC_OK sets *token; SEMC_TIMEOUT: not granted;
+ * SEMC_ERR_LOST: the reply was lost, a permit may be held by nobody you
+ * know (a lease runs out by itself; a bound one dies with the connection).
+ */
+enum semc_err	 semc_acquire(struct semc *c, const char *sem, uint32_t n,
+		    int64_t timeout_ms, int64_t lease_ms, uint64_t *token);
+/* TRY: semc_acquire() with timeout 0, sent as the TRY command. */
+enum semc_err	 semc_try(struct semc *c, const char *sem, uint32_t n,
+		    int64_t lease_ms, uint64_t *token);
+/* RELEASE; a bound permit is forgotten on SEMC_OK or SEMC_ERR_NOTHELD. */
+enum semc_err	 semc_release(struct semc *c, const char *sem, uint64_t token);
+/* REFRESH a lease to end lease_ms from now; *left_ms (may be NULL) = reply. */
+enum semc_err	 semc_refresh(struct semc *c, const char *sem, uint64_t token,
+		    uint32_t lease_ms, uint64_t *left_ms);
+/* ATTACH a permit left unowned by a restart; it becomes bound to c. */
+enum semc_err	 semc_attach(struct semc *c, const char *sem, uint64_t token);
+/* CHECK whether a grant is held (for fencing); out may be NULL. */
+enum semc_err	 semc_check(struct semc *c, const char *sem, uint64_t token,
+		    struct semc_check *out);
+/* REVOKE any grant (operators). */
+enum semc_err	 semc_revoke(struct semc *c, const char *sem, uint64_t token);
+enum semc_err	 semc_info(struct semc *c, const char *sem,
+		    struct semc_info *out);
+
+/*
+ * Listings: *out is one malloc'ed block of *count entries (NULL when 0),
+ * freed with free(); for semc_stats the strings live in the same block.
+ */
+enum semc_err	 semc_holders(struct semc *c, const char *sem,
+		    struct semc_holder **out, size_t *count);
+enum semc_err	 semc_waiters(struct semc *c, const char *sem,
+		    struct semc_waiter **out, size_t *count);
+enum semc_err	 semc_list(struct semc *c, struct semc_info **out,
+		    size_t *count);
+enum semc_err	 semc_stats(struct semc *c, struct semc_stat **out,
+		    size_t *count);
+/* QUIT, then close (bound permits are released by semd, and forgotten). */
+enum semc_err	 semc_quit(struct semc *c);
+
+/*
+ * The lease keeper: a thread with its own connection (opts as for
+ * semc_new) that REFRESHes each lease it watches about every third of
+ * its length, measured from when the last REFRESH was sent. The first
+ * refresh that fails, for any reason, marks the lease lost at once: fn
+ * is called on the keeper's thread, semc_keeper_fd() becomes readable,
+ * and semc_keeper_lost() answers 1. The keeper never guesses that a lease
+ * it could not refresh is still held: the holder must stop trusting it
+ * (and the resource should check the fencing token). Give the keeper an
+ * io_timeout_ms well under a third of its shortest lease, so a refresh
+ * that hangs is noticed before the lease runs out.
+ */
+struct semc_keeper;
+typedef void	semc_keeper_fn(void *arg, const char *sem, uint64_t token,
+		    enum semc_err why, const char *msg);
+
+/* Start the keeper thread; NULL on failure (errno set). fn may be NULL. */
+struct semc_keeper *semc_keeper_new(const struct semc_opts *opts,
+		    semc_keeper_fn *fn, void *arg);
+/* Stop the thread and free; leases are left to run out (not released). */
+void		 semc_keeper_free(struct semc_keeper *k);
+/* Watch the lease (sem, token) of lease_ms, granted just now. */
+enum semc_err	 semc_keeper_add(struct semc_keeper *k, const char *sem,
+		    uint64_t token, uint32_t lease_ms);
+/* Stop watching it (before releasing it); SEMC_ERR_INVAL if unknown. */
+enum semc_err	 semc_keeper_remove(struct semc_keeper *k, const char *sem,
+		    uint64_t token);
+/* 1 if the lease was lost (or is unknown to the keeper), 0 while kept. */
+int		 semc_keeper_lost(struct semc_keeper *k, const char *sem,
+		    uint64_t token);
+/* Readable from the first loss on (never drained by the library). */
+int		 semc_keeper_fd(const struct semc_keeper *k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SEMC_H */

@@ -1,0 +1,142 @@
+"""clienttest: what the tests of libsemc and semd-cli share, on top of
+tests/semdtest.py (imported whole, so a test script needs only this).
+
+    api("errors", port)       run tests/client/semc_api; its "ok -" and
+                              "FAIL -" lines become this script's checks
+    cli(port, "info", "jobs") run semd-cli: (status, stdout, stderr)
+    free_port()               a TCP port nobody listens on (for now)
+    Redis()                   a private redis-server, for persistence
+"""
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), os.pardir))
+from semdtest import *  # noqa: E402,F401,F403
+import semdtest  # noqa: E402
+
+_BUILD = os.path.dirname(os.path.dirname(semdtest.SEMD_BIN))
+SEMD_CLI = os.environ.get("SEMD_CLI") or os.path.join(
+    _BUILD, "client", "semd-cli")
+SEMC_API = os.environ.get("SEMC_API") or os.path.join(
+    _BUILD, "tests", "client", "semc_api")
+SEMC_GUARD = os.environ.get("SEMC_GUARD") or os.path.join(
+    _BUILD, "client", "examples", "guard")
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def no_sanitizer_report(text, what):
+    """Fail (only) when a client's stderr has a sanitizer report."""
+    found = [m for m in SANITIZER_MARKERS if m in text]
+    if found:
+        ok(False, "no sanitizer report from %s" % what, text[-3000:])
+
+
+def relay(out, what):
+    """Turn a helper's "ok - " / "FAIL - " lines into checks here."""
+    for ln in out.splitlines():
+        if ln.startswith("ok - "):
+            ok(True, ln[5:])
+        elif ln.startswith("FAIL - "):
+            ok(False, ln[7:])
+        else:
+            note("%s: %s" % (what, ln))
+
+
+def api(*args, timeout=60):
+    """Run semc_api ARGS; relay its checks; check it exited 0."""
+    p = subprocess.run([SEMC_API] + [str(a) for a in args],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout)
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    relay(out, "semc_api")
+    no_sanitizer_report(err, "semc_api %s" % args[0])
+    eq(p.returncode, 0, "semc_api %s exits 0" % args[0])
+    if p.returncode != 0 and err:
+        note(err[-2000:])
+
+
+def cli_argv(port, *args):
+    argv = [SEMD_CLI]
+    if port is not None:
+        argv += ["-p", str(port)]
+    return argv + [str(a) for a in args]
+
+
+def cli(port, *args, env=None, timeout=30, input=None):
+    """Run semd-cli [-p PORT] ARGS: (status, stdout, stderr) as text."""
+    full_env = dict(os.environ)
+    for k in ("SEMD_HOST", "SEMD_PORT", "SEMD_SOCKET", "SEMD_PASSWORD"):
+        full_env.pop(k, None)
+    if env:
+        full_env.update(env)
+    p = subprocess.run(cli_argv(port, *args),
+                       stdin=subprocess.PIPE if input is not None
+                       else subprocess.DEVNULL,
+                       input=input.encode() if input is not None else None,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout, env=full_env)
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    no_sanitizer_report(err, "semd-cli %s" % " ".join(map(str, args)))
+    return p.returncode, out, err
+
+
+class Redis:
+    """A private redis-server on 127.0.0.1 and a free port, no disk
+    writes; stopped by PID (context manager, and at exit)."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="semdtest.redis.")
+        self.log = open(os.path.join(self.dir, "redis.log"), "wb")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind",
+             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+             self.dir], stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=subprocess.STDOUT)
+        atexit.register(self.stop)
+        if not wait_until(self._answers, 10):
+            self.stop()
+            raise StartError("redis-server did not answer on port %d"
+                             % self.port)
+
+    def _answers(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), 1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def semd_supports(directive):
+    """True if this semd knows --DIRECTIVE (checked with -t)."""
+    status, out, err = run_semd("--" + directive, "x", "-t")
+    return "unknown directive" not in err

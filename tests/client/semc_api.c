@@ -1,0 +1,533 @@
+/*
+ * semc_api.c: drives libsemc against a semd (or a scripted fake) that a
+ * tests/client/test_*.py script started, and prints one "ok - ..." or
+ * "FAIL - ...: details" line per check, which the script passes on.
+ *
+ *	semc_api api PORT		every call, on semd --semaphore jobs 2
+ *	semc_api auth PORT		semd --requirepass secret
+ *	semc_api errors PORT FREEPORT	each outcome a real semd gives
+ *	semc_api fake PORT		the scripted fake: codes, lost replies
+ *	semc_api keeper PORT		the lease keeper
+ *	semc_api reattach PORT kept|lost   holds a bound permit across a
+ *					semd restart the script does
+ *	semc_api unix PATH		a Unix socket
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "semc.h"
+
+static int	failed;
+
+static void __attribute__((format(printf, 2, 3)))
+check(int good, const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs(good ? "ok - " : "FAIL - ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!good)
+		failed = 1;
+}
+
+/* got must be want; the details say what came instead. */
+static int
+expect(struct semc *c, enum semc_err got, enum semc_err want, const char *desc)
+{
+	check(got == want, "%s -> %s%s%s%s%s", desc, semc_errname(want),
+	    got == want ? "" : ": got ", got == want ? "" : semc_errname(got),
+	    got == want ? "" : ": ", got == want ? "" : semc_errmsg(c));
+	return (got == want);
+}
+
+static struct semc *
+handle(const char *port, const char *password, int io_timeout_ms)
+{
+	struct semc_opts	 opts;
+	struct semc		*c;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.port = atoi(port);
+	opts.password = password;
+	opts.io_timeout_ms = io_timeout_ms;
+	if ((c = semc_new(&opts)) == NULL) {
+		perror("semc_new");
+		exit(1);
+	}
+	return (c);
+}
+
+static void
+scenario_api(const char *port)
+{
+	struct semc		*c = handle(port, NULL, 0), *other;
+	struct semc_info	 info, *list;
+	struct semc_holder	*h;
+	struct semc_waiter	*w;
+	struct semc_stat	*st;
+	struct semc_check	 chk;
+	uint64_t		 t1, t2, t3, left;
+	size_t			 n, i;
+	int			 found;
+
+	expect(c, semc_connect(c), SEMC_OK, "semc_connect");
+	check(semc_fd(c) >= 0, "semc_fd is the socket once connected");
+	expect(c, semc_ping(c), SEMC_OK, "semc_ping");
+	expect(c, semc_create(c, "db", 3), SEMC_OK, "semc_create db 3");
+	expect(c, semc_create(c, "db", 3), SEMC_OK,
+	    "semc_create db 3 again (same capacity)");
+	expect(c, semc_info(c, "db", &info), SEMC_OK, "semc_info db");
+	check(strcmp(info.name, "db") == 0 && info.capacity == 3 &&
+	    info.used == 0 && info.available == 3 && info.holders == 0 &&
+	    info.waiters == 0, "semc_info fields: name=%s capacity=%u used=%llu"
+	    " available=%llu", info.name, info.capacity,
+	    (unsigned long long)info.used, (unsigned long long)info.available);
+
+	expect(c, semc_acquire(c, "db", 2, SEMC_FOREVER, SEMC_BOUND, &t1),
+	    SEMC_OK, "semc_acquire db 2, bound");
+	check(semc_bound_count(c) == 1, "the bound permit is remembered "
+	    "(count %zu)", semc_bound_count(c));
+	expect(c, semc_try(c, "db", 1, 60000, &t2), SEMC_OK,
+	    "semc_try db 1 LEASE 60000");
+	check(t2 > t1, "tokens increase: %llu > %llu",
+	    (unsigned long long)t2, (unsigned long long)t1);
+	expect(c, semc_try(c, "db", 1, SEMC_BOUND, &t3), SEMC_TIMEOUT,
+	    "semc_try db 1 when full");
+	expect(c, semc_acquire(c, "db", 1, 100, SEMC_BOUND, &t3), SEMC_TIMEOUT,
+	    "semc_acquire db 1 TIMEOUT 100 when full");
+
+	expect(c, semc_check(c, "db", t1, &chk), SEMC_OK, "semc_check bound");
+	check(chk.n == 2 && chk.lease == 0 && chk.ttl_ms == -1,
+	    "semc_check bound: n=2 kind=conn ttl=- (got n=%u lease=%d "
+	    "ttl=%lld)", chk.n, chk.lease, (long long)chk.ttl_ms);
+	expect(c, semc_check(c, "db", t2, &chk), SEMC_OK, "semc_check lease");
+	check(chk.n == 1 && chk.lease == 1 && chk.ttl_ms > 0 &&
+	    chk.ttl_ms <= 60000, "semc_check lease: n=1 kind=lease "
+	    "0 < ttl <= 60000 (got %lld)", (long long)chk.ttl_ms);
+	expect(c, semc_refresh(c, "db", t2, 120000, &left), SEMC_OK,
+	    "semc_refresh 120000");
+	check(left == 120000, "semc_refresh answers the new lease: %llu",
+	    (unsigned long long)left);
+
+	expect(c, semc_holders(c, "db", &h, &n), SEMC_OK, "semc_holders");
+	check(n == 2 && h[0].token == t1 && h[0].n == 2 && !h[0].lease &&
+	    h[0].owner > 0 && h[0].ttl_ms == -1 && h[1].token == t2 &&
+	    h[1].lease && h[1].owner == 0 && h[1].ttl_ms > 0,
+	    "semc_holders: the bound grant, then the lease (%zu rows)", n);
+	free(h);
+
+	/* A waiter from another handle, seen by WAITERS. */
+	other = handle(port, NULL, 0);
+	expect(c, semc_resize(c, "db", 4), SEMC_OK, "semc_resize db 4");
+	expect(other, semc_try(other, "db", 1, SEMC_BOUND, &t3), SEMC_OK,
+	    "after resize to 4 a fourth permit is free");
+	expect(c, semc_resize(c, "db", 0), SEMC_OK, "semc_resize db 0");
+	expect(c, semc_waiters(c, "db", &w, &n), SEMC_OK,
+	    "semc_waiters (none)");
+	check(n == 0 && w == NULL, "semc_waiters: empty list, NULL array");
+	free(w);
+	expect(c, semc_revoke(c, "db", t3), SEMC_OK,
+	    "semc_revoke another handle's bound permit");
+	expect(other, semc_release(other, "db", t3), SEMC_ERR_NOTHELD,
+	    "its holder learns it from RELEASE");
+	check(semc_bound_count(other) == 0, "NOTHELD on release forgets it");
+	semc_free(other);
+
+	expect(c, semc_list(c, &list, &n), SEMC_OK, "semc_list");
+	found = 0;
+	for (i = 0; i < n; i++)
+		found |= strcmp(list[i].name, "db") == 0 &&
+		    list[i].capacity == 0 && list[i].used == 3;
+	check(n >= 2 && found, "semc_list has db (capacity 0, used 3) and "
+	    "jobs: %zu rows", n);
+	free(list);
+
+	expect(c, semc_stats(c, &st, &n), SEMC_OK, "semc_stats");
+	found = 0;
+	for (i = 0; i < n; i++)
+		found += (strcmp(st[i].key, "protocol") == 0 &&
+		    strcmp(st[i].value, "1") == 0) +
+		    (strcmp(st[i].key, "grants") == 0 &&
+		    strcmp(st[i].value, "2") == 0);
+	check(found == 2, "semc_stats: protocol=1 and grants=2");
+	free(st);
+
+	expect(c, semc_delete(c, "db"), SEMC_ERR_BUSY, "semc_delete busy");
+	expect(c, semc_release(c, "db", t1), SEMC_OK, "semc_release bound");
+	check(semc_bound_count(c) == 0, "a released permit is forgotten");
+	expect(c, semc_release(c, "db", t2), SEMC_OK, "semc_release lease");
+	expect(c, semc_delete(c, "db"), SEMC_OK, "semc_delete");
+	expect(c, semc_info(c, "db", &info), SEMC_ERR_NOSEM,
+	    "semc_info after delete");
+
+	/* ATTACH of a permit that no restart left unowned. */
+	expect(c, semc_acquire(c, "jobs", 1, 1000, SEMC_BOUND, &t1), SEMC_OK,
+	    "semc_acquire jobs, bound");
+	expect(c, semc_attach(c, "jobs", t1), SEMC_OK,
+	    "semc_attach of our own bound permit is a no-op");
+	check(semc_bound_count(c) == 1, "and it is remembered once");
+	expect(c, semc_try(c, "jobs", 1, 60000, &t2), SEMC_OK,
+	    "semc_try jobs LEASE 60000");
+	expect(c, semc_attach(c, "jobs", t2), SEMC_ERR_NOTLEASE,
+	    "semc_attach of a lease");
+	expect(c, semc_release(c, "jobs", t2), SEMC_OK, "release the lease");
+	expect(c, semc_attach(c, "jobs", t1 + 1000), SEMC_ERR_NOTHELD,
+	    "semc_attach of a token never granted");
+
+	expect(c, semc_quit(c), SEMC_OK, "semc_quit");
+	check(semc_fd(c) == -1 && semc_bound_count(c) == 0,
+	    "after QUIT: no socket, no bound permit remembered");
+	expect(c, semc_info(c, "jobs", &info), SEMC_OK,
+	    "a call after QUIT connects again");
+	check(info.used == 0, "QUIT released the bound permit (used=%llu)",
+	    (unsigned long long)info.used);
+	semc_free(c);
+}
+
+static void
+scenario_auth(const char *port)
+{
+	struct semc		*c = handle(port, NULL, 0);
+	struct semc_info	 info;
+
+	expect(c, semc_ping(c), SEMC_OK, "PING needs no AUTH");
+	expect(c, semc_info(c, "jobs", &info), SEMC_ERR_AUTH,
+	    "INFO without AUTH");
+	check(strstr(semc_errmsg(c), "(ERR AUTH)") != NULL,
+	    "the message carries the server's text and code: %s",
+	    semc_errmsg(c));
+	expect(c, semc_auth(c, "wrong"), SEMC_ERR_AUTH, "semc_auth wrong");
+	expect(c, semc_auth(c, "two words"), SEMC_ERR_INVAL,
+	    "semc_auth with a blank is refused before sending");
+	expect(c, semc_auth(c, "secret"), SEMC_OK, "semc_auth right");
+	expect(c, semc_info(c, "jobs", &info), SEMC_OK, "INFO after AUTH");
+	expect(c, semc_quit(c), SEMC_OK, "semc_quit");
+	expect(c, semc_info(c, "jobs", &info), SEMC_OK,
+	    "the reconnect after QUIT sends AUTH again");
+	semc_free(c);
+
+	c = handle(port, "secret", 0);
+	expect(c, semc_info(c, "jobs", &info), SEMC_OK,
+	    "opts.password is sent on connect");
+	semc_free(c);
+	c = handle(port, "wrong", 0);
+	expect(c, semc_connect(c), SEMC_ERR_AUTH,
+	    "semc_connect with a wrong opts.password");
+	semc_free(c);
+}
+
+static void
+scenario_errors(const char *port, const char *freeport)
+{
+	struct semc	*c = handle(port, NULL, 0), *other, *down;
+	uint64_t	 t, t2;
+	char		 name[SEMC_NAME_MAX + 2];
+	int		 i, j;
+
+	expect(c, semc_create(c, "jobs", 5), SEMC_ERR_EXISTS,
+	    "CREATE with another capacity");
+	expect(c, semc_acquire(c, "nosuch", 1, 0, SEMC_BOUND, &t),
+	    SEMC_ERR_NOSEM, "ACQUIRE of an unknown name");
+	expect(c, semc_acquire(c, "jobs", 3, 0, SEMC_BOUND, &t),
+	    SEMC_ERR_RANGE, "ACQUIRE n > capacity");
+	expect(c, semc_release(c, "jobs", 999999), SEMC_ERR_NOTHELD,
+	    "RELEASE of a token never granted");
+	expect(c, semc_acquire(c, "jobs", 1, 0, SEMC_BOUND, &t), SEMC_OK,
+	    "ACQUIRE bound");
+	other = handle(port, NULL, 0);
+	expect(other, semc_release(other, "jobs", t), SEMC_ERR_NOTOWNER,
+	    "RELEASE of another connection's bound permit");
+	expect(c, semc_refresh(c, "jobs", t, 1000, NULL), SEMC_ERR_NOTLEASE,
+	    "REFRESH of a bound permit");
+	expect(c, semc_delete(c, "jobs"), SEMC_ERR_BUSY, "DELETE with holders");
+	expect(c, semc_create(c, "second", 1), SEMC_OK, "CREATE second");
+	expect(c, semc_create(c, "third", 1), SEMC_ERR_LIMIT,
+	    "CREATE over max-semaphores 2");
+	expect(c, semc_acquire(c, "jobs", 2, 50, SEMC_BOUND, &t2),
+	    SEMC_TIMEOUT, "ACQUIRE not granted within 50 ms");
+
+	expect(c, semc_acquire(c, "bad name", 1, 0, SEMC_BOUND, &t2),
+	    SEMC_ERR_INVAL, "a name with a blank is refused before sending");
+	memset(name, 'a', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	expect(c, semc_info(c, name, NULL), SEMC_ERR_INVAL,
+	    "a 201-byte name is refused before sending");
+	expect(c, semc_acquire(c, "jobs", 0, 0, SEMC_BOUND, &t2),
+	    SEMC_ERR_INVAL, "n = 0 is refused before sending");
+	expect(c, semc_acquire(c, "jobs", 1, -2, SEMC_BOUND, &t2),
+	    SEMC_ERR_INVAL, "a timeout below -1 is refused");
+	expect(c, semc_ping(c), SEMC_OK, "the connection is still usable");
+
+	down = handle(freeport, NULL, 0);
+	expect(down, semc_ping(down), SEMC_ERR_CONNECT,
+	    "a port nobody listens on");
+	check(strstr(semc_errmsg(down), "refused") != NULL,
+	    "the message says why: %s", semc_errmsg(down));
+	semc_free(down);
+
+	/* Every outcome has its own name and message. */
+	for (i = 0; i < SEMC__COUNT; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(semc_strerror(i), semc_strerror(j)) == 0 ||
+			    strcmp(semc_errname(i), semc_errname(j)) == 0)
+				check(0, "outcomes %d and %d differ", i, j);
+	check(1, "all %d outcomes have distinct names and messages",
+	    SEMC__COUNT);
+	check(strcmp(semc_strerror(SEMC__COUNT), "unknown error") == 0,
+	    "semc_strerror out of range");
+	semc_free(other);
+	semc_free(c);
+}
+
+/*
+ * Against the fake server of test_lost.py, which answers INFO eCODE with
+ * "ERR CODE text", and misbehaves on the names below.
+ */
+static void
+scenario_fake(const char *port)
+{
+	static const struct {
+		const char	*code;
+		enum semc_err	 err;
+	} codes[] = {
+		{ "PROTO", SEMC_ERR_PROTO }, { "TOOLONG", SEMC_ERR_TOOLONG },
+		{ "AUTH", SEMC_ERR_AUTH }, { "NOSEM", SEMC_ERR_NOSEM },
+		{ "EXISTS", SEMC_ERR_EXISTS }, { "RANGE", SEMC_ERR_RANGE },
+		{ "NOTHELD", SEMC_ERR_NOTHELD },
+		{ "NOTOWNER", SEMC_ERR_NOTOWNER },
+		{ "NOTLEASE", SEMC_ERR_NOTLEASE }, { "BUSY", SEMC_ERR_BUSY },
+		{ "LIMIT", SEMC_ERR_LIMIT },
+		{ "UNAVAILABLE", SEMC_ERR_UNAVAILABLE },
+		{ "FUTURE", SEMC_ERR_SERVER },
+	};
+	struct semc		*c = handle(port, NULL, 300);
+	struct semc_info	 info;
+	char			 sem[64], desc[128];
+	uint64_t		 t;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		snprintf(sem, sizeof(sem), "e%s", codes[i].code);
+		snprintf(desc, sizeof(desc), "ERR %s maps to its own outcome",
+		    codes[i].code);
+		expect(c, semc_info(c, sem, &info), codes[i].err, desc);
+	}
+	expect(c, semc_acquire(c, "closes", 1, SEMC_FOREVER, 60000, &t),
+	    SEMC_ERR_LOST, "ACQUIRE whose connection closes before the "
+	    "reply: permit possibly lost, not 'not granted'");
+	expect(c, semc_try(c, "closes", 1, 60000, &t), SEMC_ERR_LOST,
+	    "TRY likewise");
+	expect(c, semc_acquire(c, "silent", 1, 100, 60000, &t), SEMC_ERR_LOST,
+	    "ACQUIRE TIMEOUT 100 with no reply within 100 ms + the I/O "
+	    "timeout: LOST");
+	expect(c, semc_info(c, "closes", &info), SEMC_ERR_NOREPLY,
+	    "INFO whose reply is lost: outcome unknown");
+	expect(c, semc_info(c, "garbage", &info), SEMC_ERR_BADREPLY,
+	    "a reply that is not OK/TIMEOUT/ERR");
+	expect(c, semc_info(c, "fields", &info), SEMC_ERR_BADREPLY,
+	    "an INFO reply without its fields");
+	expect(c, semc_info(c, "extra", &info), SEMC_OK,
+	    "unknown key=value pairs and extra words are ignored");
+	check(info.capacity == 4 && info.used == 1,
+	    "the known fields are read (capacity=%u used=%llu)",
+	    info.capacity, (unsigned long long)info.used);
+	expect(c, semc_ping(c), SEMC_OK, "the handle reconnects afterwards");
+	semc_free(c);
+}
+
+struct lost_seen {
+	pthread_mutex_t	lock;
+	int		calls;
+	enum semc_err	why;
+	uint64_t	token;
+};
+
+static void
+keeper_lost(void *arg, const char *sem, uint64_t token, enum semc_err why,
+    const char *msg)
+{
+	struct lost_seen	*seen = arg;
+
+	(void)sem;
+	(void)msg;
+	pthread_mutex_lock(&seen->lock);
+	seen->calls++;
+	seen->why = why;
+	seen->token = token;
+	pthread_mutex_unlock(&seen->lock);
+}
+
+static void
+scenario_keeper(const char *port)
+{
+	struct semc		*c = handle(port, NULL, 0);
+	struct semc_opts	 opts;
+	struct semc_keeper	*k;
+	struct semc_check	 chk;
+	struct lost_seen	 seen;
+	struct pollfd		 pfd;
+	uint64_t		 t;
+
+	memset(&seen, 0, sizeof(seen));
+	pthread_mutex_init(&seen.lock, NULL);
+	memset(&opts, 0, sizeof(opts));
+	opts.port = atoi(port);
+	k = semc_keeper_new(&opts, keeper_lost, &seen);
+	check(k != NULL, "semc_keeper_new");
+	expect(c, semc_acquire(c, "jobs", 1, 1000, 600, &t), SEMC_OK,
+	    "ACQUIRE jobs LEASE 600");
+	expect(c, semc_keeper_add(k, "jobs", t, 600), SEMC_OK,
+	    "semc_keeper_add");
+	expect(c, semc_keeper_add(k, "jobs", t, 600), SEMC_ERR_INVAL,
+	    "semc_keeper_add twice");
+	sleep(2);	/* over three lease lengths */
+	expect(c, semc_check(c, "jobs", t, &chk), SEMC_OK,
+	    "the lease is still held after 2 s, three times its length");
+	check(!semc_keeper_lost(k, "jobs", t), "semc_keeper_lost: kept");
+
+	pfd.fd = semc_keeper_fd(k);
+	pfd.events = POLLIN;
+	check(poll(&pfd, 1, 0) == 0, "the keeper's fd is not readable yet");
+	expect(c, semc_revoke(c, "jobs", t), SEMC_OK, "REVOKE the lease");
+	check(poll(&pfd, 1, 10000) == 1, "the keeper's fd becomes readable "
+	    "after its next refresh fails");
+	check(semc_keeper_lost(k, "jobs", t), "semc_keeper_lost: lost");
+	pthread_mutex_lock(&seen.lock);
+	check(seen.calls == 1 && seen.why == SEMC_ERR_NOTHELD &&
+	    seen.token == t, "the callback was called once, with NOTHELD "
+	    "(calls %d, why %s)", seen.calls, semc_errname(seen.why));
+	pthread_mutex_unlock(&seen.lock);
+	expect(c, semc_keeper_remove(k, "jobs", t), SEMC_OK,
+	    "semc_keeper_remove");
+	expect(c, semc_keeper_remove(k, "jobs", t), SEMC_ERR_INVAL,
+	    "semc_keeper_remove of an unknown lease");
+	check(semc_keeper_lost(k, "jobs", t), "an unknown lease counts as lost");
+
+	/* Removed before it runs out: the keeper lets it go. */
+	expect(c, semc_acquire(c, "jobs", 1, 1000, 300, &t), SEMC_OK,
+	    "ACQUIRE jobs LEASE 300");
+	expect(c, semc_keeper_add(k, "jobs", t, 300), SEMC_OK, "watch it");
+	expect(c, semc_keeper_remove(k, "jobs", t), SEMC_OK, "unwatch it");
+	sleep(1);
+	expect(c, semc_check(c, "jobs", t, NULL), SEMC_ERR_NOTHELD,
+	    "an unwatched lease runs out");
+	semc_keeper_free(k);
+	pthread_mutex_destroy(&seen.lock);
+	semc_free(c);
+}
+
+struct reported {
+	int		calls;
+	uint64_t	token;
+};
+
+static void
+lost_cb(void *arg, const struct semc_permit *p, enum semc_err why)
+{
+	struct reported	*r = arg;
+
+	r->calls++;
+	r->token = p->token;
+	printf("# lost callback: %s %llu: %s\n", p->sem,
+	    (unsigned long long)p->token, semc_errname(why));
+}
+
+/*
+ * Hold a bound permit, tell the script ("token N"), wait for it to
+ * restart semd ("go" on stdin), then make a call: the handle reconnects
+ * and ATTACHes the permit again (kept) or reports it lost (lost).
+ */
+static void
+scenario_reattach(const char *port, const char *want)
+{
+	struct semc		*c = handle(port, NULL, 0);
+	struct semc_permit	 p;
+	struct semc_check	 chk;
+	struct reported		 r = { 0, 0 };
+	char			 line[64];
+	uint64_t		 t;
+	int			 kept = strcmp(want, "kept") == 0;
+
+	semc_set_lost_cb(c, lost_cb, &r);
+	if (!expect(c, semc_acquire(c, "jobs", 1, 5000, SEMC_BOUND, &t),
+	    SEMC_OK, "ACQUIRE jobs, bound"))
+		return;
+	printf("token %llu\n", (unsigned long long)t);
+	fflush(stdout);
+	if (fgets(line, sizeof(line), stdin) == NULL)
+		return;
+	expect(c, semc_ping(c), SEMC_OK, "the first call after the restart "
+	    "reconnects");
+	if (kept) {
+		check(r.calls == 0 && !semc_next_lost(c, &p),
+		    "nothing reported lost");
+		check(semc_bound_count(c) == 1, "the permit is still ours");
+		expect(c, semc_check(c, "jobs", t, &chk), SEMC_OK,
+		    "CHECK: the grant survived the restart");
+		expect(c, semc_release(c, "jobs", t), SEMC_OK,
+		    "RELEASE from the new connection: it owns the permit");
+	} else {
+		check(r.calls == 1 && r.token == t, "the lost callback told "
+		    "us of the permit (%d calls)", r.calls);
+		check(semc_next_lost(c, &p) && p.token == t &&
+		    strcmp(p.sem, "jobs") == 0 && p.n == 1,
+		    "semc_next_lost gives it: jobs, token, n=1");
+		check(!semc_next_lost(c, &p), "and only it");
+		check(semc_bound_count(c) == 0, "it is no longer counted");
+	}
+	semc_free(c);
+}
+
+static void
+scenario_unix(const char *path)
+{
+	struct semc_opts	 opts;
+	struct semc		*c;
+	uint64_t		 t;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.unix_path = path;
+	c = semc_new(&opts);
+	expect(c, semc_ping(c), SEMC_OK, "PING over the Unix socket");
+	expect(c, semc_acquire(c, "jobs", 1, 1000, SEMC_BOUND, &t), SEMC_OK,
+	    "ACQUIRE over the Unix socket");
+	expect(c, semc_release(c, "jobs", t), SEMC_OK, "RELEASE over it");
+	semc_free(c);
+	opts.unix_path = "/nonexistent/semd.sock";
+	c = semc_new(&opts);
+	expect(c, semc_ping(c), SEMC_ERR_CONNECT, "a missing Unix socket");
+	semc_free(c);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 3 && strcmp(argv[1], "api") == 0)
+		scenario_api(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "auth") == 0)
+		scenario_auth(argv[2]);
+	else if (argc >= 4 && strcmp(argv[1], "errors") == 0)
+		scenario_errors(argv[2], argv[3]);
+	else if (argc >= 3 && strcmp(argv[1], "fake") == 0)
+		scenario_fake(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "keeper") == 0)
+		scenario_keeper(argv[2]);
+	else if (argc >= 4 && strcmp(argv[1], "reattach") == 0)
+		scenario_reattach(argv[2], argv[3]);
+	else if (argc >= 3 && strcmp(argv[1], "unix") == 0)
+		scenario_unix(argv[2]);
+	else {
+		fprintf(stderr, "usage: semc_api SCENARIO ARGS...\n");
+		return (2);
+	}
+	return (failed);
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Replies that never come, and every ERR code: libsemc and semd-cli
+against a scripted fake semd. An ACQUIRE whose reply is lost must be
+"permit possibly lost", never "not granted"; each ERR code has its own
+outcome; garbage is a bad reply; unknown fields are ignored."""
+import os
+import socket
+import sys
+import tempfile
+import threading
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clienttest import *  # noqa: E402,F403
+
+CODES = ("PROTO TOOLONG AUTH NOSEM EXISTS RANGE NOTHELD NOTOWNER NOTLEASE "
+         "BUSY LIMIT UNAVAILABLE FUTURE").split()
+
+
+class Fake:
+    """A TCP server on 127.0.0.1 answering from a script of rules."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.requests = []
+        self.stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(s,),
+                             daemon=True).start()
+
+    def answer(self, words):
+        """The reply to a request: a line, "" to close, None for silence."""
+        verb = words[0].upper()
+        name = words[1] if len(words) > 1 else ""
+        if verb == "PING":
+            return "OK PONG"
+        if name.startswith("e") and name[1:] in CODES:
+            return "ERR %s the fake says %s" % (name[1:], name[1:])
+        if name == "closes":
+            return ""
+        if name == "silent":
+            return None
+        if name == "garbage":
+            return "HELLO there"
+        if name == "fields":
+            return "OK name=fields"
+        if name == "extra":
+            return ("OK name=extra capacity=4 used=1 available=3 "
+                    "holders=1 waiters=0 color=blue future")
+        return "ERR PROTO the fake does not know %s" % verb
+
+    def _serve(self, s):
+        buf = b""
+        with s:
+            while True:
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                while b"\n" in buf:
+                    ln, buf = buf.split(b"\n", 1)
+                    words = ln.decode().split()
+                    self.requests.append(" ".join(words))
+                    reply = self.answer(words)
+                    if reply == "":
+                        return
+                    if reply is not None:
+                        s.sendall(reply.encode() + b"\r\n")
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
+
+
+def test_library():
+    f = Fake()
+    try:
+        api("fake", f.port)
+        acquires = [r for r in f.requests if r.split()[0] in
+                    ("ACQUIRE", "TRY")]
+        eq(acquires, ["ACQUIRE closes 1 LEASE 60000",
+                      "TRY closes 1 LEASE 60000",
+                      "ACQUIRE silent 1 TIMEOUT 100 LEASE 60000"],
+           "each ACQUIRE/TRY whose reply was lost was sent once, never "
+           "retried")
+    finally:
+        f.close()
+
+
+def test_cli():
+    f = Fake()
+    try:
+        rc, out, err = cli(f.port, "acquire", "closes", "--lease", "1m")
+        eq(rc, 3, "semd-cli acquire with a lost reply exits 3, not 1")
+        ok("may have been granted" in err, "and says a permit may have "
+           "been granted", err)
+        rc, out, err = cli(f.port, "--json", "acquire", "closes",
+                           "--lease", "1m")
+        ok('"error":"LOST"' in out, "--json names the outcome LOST", out)
+        rc, out, err = cli(f.port, "info", "eUNAVAILABLE")
+        eq(rc, 3, "ERR UNAVAILABLE: exit 3")
+        ok("the fake says UNAVAILABLE (ERR UNAVAILABLE)" in err,
+           "the server's text and code are shown", err)
+        marker = os.path.join(tempfile.mkdtemp(prefix="semdtest."), "ran")
+        rc, out, err = cli(f.port, "run", "closes", "--", "touch", marker)
+        eq(rc, 3, "run whose acquire reply is lost exits 3")
+        ok(not os.path.exists(marker), "and does not run CMD")
+    finally:
+        f.close()
+
+
+run(test_library, test_cli)

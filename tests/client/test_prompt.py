@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""semd-cli with no command on a terminal: a prompt (libedit) on one
+connection, so a bound permit lives until released or the prompt ends;
+history is saved, without AUTH lines."""
+import os
+import pty
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clienttest import *  # noqa: E402,F403
+
+
+class Term:
+    def __init__(self, argv, env):
+        self.master, slave = pty.openpty()
+        self.p = subprocess.Popen(argv, stdin=slave, stdout=slave,
+                                  stderr=slave, env=env, close_fds=True)
+        os.close(slave)
+        self.text = ""
+
+    def read_until(self, want, timeout=10):
+        deadline = time.monotonic() + timeout
+        while want not in self.text and time.monotonic() < deadline:
+            r, _, _ = select.select([self.master], [], [], 0.1)
+            if r:
+                try:
+                    self.text += os.read(self.master, 4096).decode(
+                        "utf-8", "replace")
+                except OSError:
+                    break
+        return want in self.text
+
+    def send(self, line):
+        self.text = ""
+        os.write(self.master, line.encode() + b"\r")
+
+
+def test_prompt():
+    home = tempfile.mkdtemp(prefix="semdtest.")
+    with start_semd("--semaphore", "jobs", "2",
+                    "--requirepass", "pw") as d:
+        env = dict(os.environ, HOME=home, TERM="dumb")
+        t = Term(cli_argv(d.port), env)
+        ok(t.read_until("semd 127.0.0.1:%d> " % d.port),
+           "the prompt shows", t.text)
+        t.send("ping")
+        ok(t.read_until("PONG"), "ping -> PONG", t.text)
+        t.send("info jobs")
+        ok(t.read_until("(ERR AUTH)"), "info before auth: ERR AUTH", t.text)
+        t.send("auth pw")
+        ok(t.read_until("OK"), "auth pw", t.text)
+        t.send("acquire jobs")
+        ok(t.read_until("\n1\r\n") or t.read_until("1\r\n"),
+           "acquire without --lease works here: token 1", t.text)
+        c = d.connect()
+        c.cmd("AUTH pw")
+        eq(c.info("jobs")["used"], "1", "the bound permit is held")
+        t.send("info nosuch")
+        ok(t.read_until("no semaphore"), "an error is printed, the prompt "
+           "goes on", t.text)
+        t.send("quit")
+        t.p.wait(timeout=10)
+        os.close(t.master)
+        ok(wait_until(lambda: c.info("jobs")["used"] == "0", 10),
+           "leaving the prompt frees the bound permit")
+        with open(os.path.join(home, ".semd_cli_history")) as f:
+            hist = f.read()
+        ok("ping" in hist and "acquire" in hist, "history is saved",
+           hist)
+        ok("auth" not in hist and "pw" not in hist,
+           "without the password", hist)
+
+
+run(test_prompt)

@@ -98,6 +98,22 @@ store_key(struct store *st, char *buf, const char *sem, size_t len,
 typedef void (*store_emit_fn)(void *arg, int argc, const char **argv,
     const size_t *lens);
 
+/* SADD or SREM ch's semaphore name in the index of names, P sems. */
+static void
+store_encode_index(struct store *st, const char *op,
+    const struct store_change *ch, store_emit_fn emit, void *arg)
+{
+	char		 key[STORE_KEY_MAX];
+	const char	*argv[3] = { op, key, ch->sem };
+	size_t		 lens[3];
+
+	store_key(st, key, NULL, 0, "sems");
+	lens[0] = strlen(op);
+	lens[1] = strlen(key);
+	lens[2] = ch->sem_len;
+	emit(arg, 3, argv, lens);
+}
+
 /* Emit the Redis commands that make ch true. */
 static void
 store_encode(struct store *st, const struct store_change *ch,
@@ -118,10 +134,7 @@ store_encode(struct store *st, const struct store_change *ch,
 		for (i = 0; i < 4; i++)
 			lens[i] = strlen(argv[i]);
 		emit(arg, 4, argv, lens);
-		store_key(st, key, NULL, 0, "sems");
-		argv[0] = "SADD"; argv[1] = key; argv[2] = ch->sem;
-		lens[0] = 4; lens[1] = strlen(key); lens[2] = ch->sem_len;
-		emit(arg, 3, argv, lens);
+		store_encode_index(st, "SADD", ch, emit, arg);
 		break;
 	case STORE_SEM_DEL:
 		store_key(st, key, ch->sem, ch->sem_len, "sem");
@@ -130,10 +143,7 @@ store_encode(struct store *st, const struct store_change *ch,
 		for (i = 0; i < 3; i++)
 			lens[i] = strlen(argv[i]);
 		emit(arg, 3, argv, lens);
-		store_key(st, key, NULL, 0, "sems");
-		argv[0] = "SREM"; argv[1] = key; argv[2] = ch->sem;
-		lens[0] = 4; lens[1] = strlen(key); lens[2] = ch->sem_len;
-		emit(arg, 3, argv, lens);
+		store_encode_index(st, "SREM", ch, emit, arg);
 		break;
 	case STORE_GRANT_PUT:
 	case STORE_GRANT_DEL:

@@ -118,12 +118,21 @@ cmd_stats(struct cmd_ctx *ctx)
 	};
 	const size_t ncounters = sizeof(counters) / sizeof(counters[0]);
 
-	conn_reply(c, "OK %zu", ncounters + 5);
-	conn_reply(c, "version=%s", PACKAGE_VERSION);
-	conn_reply(c, "persistence=%s", ps.state);
-	conn_reply(c, "persistence_mode=%s", ps.mode);
-	conn_reply(c, "persistence_last_error=%s", error);
-	conn_reply(c, "redis_durability=%s", ps.durability);
+	const struct {
+		const char	*key;
+		const char	*value;
+	} texts[] = {
+		{ "version",			PACKAGE_VERSION },
+		{ "persistence",		ps.state },
+		{ "persistence_mode",		ps.mode },
+		{ "persistence_last_error",	error },
+		{ "redis_durability",		ps.durability },
+	};
+	const size_t ntexts = sizeof(texts) / sizeof(texts[0]);
+
+	conn_reply(c, "OK %zu", ntexts + ncounters);
+	for (i = 0; i < ntexts; i++)
+		conn_reply(c, "%s=%s", texts[i].key, texts[i].value);
 	for (i = 0; i < ncounters; i++)
 		conn_reply(c, "%s=%llu", counters[i].key,
 		    (unsigned long long)counters[i].value);

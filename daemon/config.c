@@ -395,6 +395,7 @@ static int
 config_finish(struct config *cfg, char *err, size_t errlen)
 {
 	const char	*colon;
+	uint64_t	 port;
 
 	if (cfg->persistence == PERSIST_UNSET)
 		cfg->persistence = cfg->redis != NULL ? PERSIST_SYNC :
@@ -405,20 +406,20 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 		    persist_mode_names[cfg->persistence]);
 		return (-1);
 	}
-	if (cfg->redis != NULL && strncmp(cfg->redis, "unix:", 5) != 0) {
+	if (cfg->redis != NULL && strncmp(cfg->redis, "unix:", 5) == 0) {
+		if (cfg->redis[5] == '\0') {
+			snprintf(err, errlen, "redis unix: needs a path");
+			return (-1);
+		}
+	} else if (cfg->redis != NULL) {
 		colon = strrchr(cfg->redis, ':');
 		if (colon == NULL || colon == cfg->redis ||
-		    colon[1] == '\0' || strspn(colon + 1, "0123456789") !=
-		    strlen(colon + 1) || atoi(colon + 1) < 1 ||
-		    atoi(colon + 1) > 65535 || strlen(colon + 1) > 5) {
+		    proto_parse_u64(colon + 1, strlen(colon + 1), 65535,
+		    &port) != 0 || port == 0) {
 			snprintf(err, errlen, "redis must be HOST:PORT or "
 			    "unix:PATH, not '%.64s'", cfg->redis);
 			return (-1);
 		}
-	}
-	if (cfg->redis != NULL && strcmp(cfg->redis, "unix:") == 0) {
-		snprintf(err, errlen, "redis unix: needs a path");
-		return (-1);
 	}
 	if (cfg->redis_prefix == NULL)
 		cfg->redis_prefix = xstrdup("");

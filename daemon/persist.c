@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <uthash.h>
 
@@ -96,15 +95,6 @@ struct persist {
 	char			 last_error[256];
 	uint32_t		 load_sems, load_grants, load_unowned;
 };
-
-static uint64_t
-wall_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
-}
 
 static void
 persist_schedule(struct persist *p)
@@ -260,7 +250,7 @@ batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
 	c->n = g->n;
 	if (g->kind == GRANT_LEASE) {
 		c->kind = STORE_KIND_LEASE;
-		c->deadline_unix_ms = wall_now_ms() +
+		c->deadline_unix_ms = timers_wall_ms() +
 		    (uint64_t)engine_grant_ttl_ms(p->engine, g);
 	} else
 		c->kind = STORE_KIND_CONN;	/* unowned is conn too */
@@ -367,6 +357,18 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* --- answers held back in sync mode --- */
+
+/* Drop a list of held-back answers unanswered (shutdown). */
+static void
+await_free_list(struct await **list)
+{
+	struct await	*a;
+
+	while ((a = *list) != NULL) {
+		*list = a->next;
+		free(a);
+	}
+}
 
 static void
 persist_answer_all(struct persist *p, struct await **list, int ok)
@@ -536,7 +538,7 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 	struct persist	*p = ctx;
 	struct sem	*s = engine_find(p->engine, sem, strlen(sem));
 	uint64_t	 grace = (uint64_t)p->cfg->reclaim_grace_ms;
-	uint64_t	 now = wall_now_ms(), ttl = grace;
+	uint64_t	 now = timers_wall_ms(), ttl = grace;
 
 	if (s == NULL)
 		return;
@@ -635,7 +637,6 @@ void
 persist_free(struct persist *p)
 {
 	struct batch	b = { NULL, 0, 0 };
-	struct await	*a;
 
 	if (p->store != NULL && p->state != PST_LOADING) {
 		/* Last words: what the event loop had no turn left to send. */
@@ -652,13 +653,8 @@ persist_free(struct persist *p)
 	dirty_clear(&p->dirty_sems, &p->dirty_grants);
 	dirty_clear(&p->flight_sems, &p->flight_grants);
 	persist_free_stale(p);
-	while ((a = p->awaits) != NULL || (a = p->flight_awaits) != NULL) {
-		if (a == p->awaits)
-			p->awaits = a->next;
-		else
-			p->flight_awaits = a->next;
-		free(a);
-	}
+	await_free_list(&p->awaits);
+	await_free_list(&p->flight_awaits);
 	if (p->store != NULL)
 		store_free(p->store);
 	if (p->flush_ev != NULL)

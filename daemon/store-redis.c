@@ -114,59 +114,63 @@ store_encode_index(struct store *st, const char *op,
 	emit(arg, 3, argv, lens);
 }
 
+/* Emit one command of argc (at most 4) NUL-terminated words. */
+static void
+store_emit_words(store_emit_fn emit, void *arg, int argc, const char **argv)
+{
+	size_t	lens[4];
+	int	i;
+
+	for (i = 0; i < argc; i++)
+		lens[i] = strlen(argv[i]);
+	emit(arg, argc, argv, lens);
+}
+
 /* Emit the Redis commands that make ch true. */
 static void
 store_encode(struct store *st, const struct store_change *ch,
     store_emit_fn emit, void *arg)
 {
-	char		 key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24];
-	char		 value[96];
-	const char	*argv[4];
-	size_t		 lens[4];
-	int		 i;
+	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[96];
 
 	switch (ch->type) {
 	case STORE_SEM_PUT:
 		store_key(st, key, ch->sem, ch->sem_len, "sem");
 		snprintf(num, sizeof(num), "%u", ch->capacity);
-		argv[0] = "HSET"; argv[1] = key; argv[2] = "capacity";
-		argv[3] = num;
-		for (i = 0; i < 4; i++)
-			lens[i] = strlen(argv[i]);
-		emit(arg, 4, argv, lens);
+		store_emit_words(emit, arg, 4,
+		    (const char *[]){ "HSET", key, "capacity", num });
 		store_encode_index(st, "SADD", ch, emit, arg);
 		break;
 	case STORE_SEM_DEL:
 		store_key(st, key, ch->sem, ch->sem_len, "sem");
 		store_key(st, key2, ch->sem, ch->sem_len, "grants");
-		argv[0] = "DEL"; argv[1] = key; argv[2] = key2;
-		for (i = 0; i < 3; i++)
-			lens[i] = strlen(argv[i]);
-		emit(arg, 3, argv, lens);
+		store_emit_words(emit, arg, 3,
+		    (const char *[]){ "DEL", key, key2 });
 		store_encode_index(st, "SREM", ch, emit, arg);
 		break;
 	case STORE_GRANT_PUT:
-	case STORE_GRANT_DEL:
 		store_key(st, key, ch->sem, ch->sem_len, "grants");
 		snprintf(num, sizeof(num), "%llu",
 		    (unsigned long long)ch->token);
 		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu",
 		    ch->n, ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
 		    (unsigned long long)ch->deadline_unix_ms);
-		argv[0] = ch->type == STORE_GRANT_PUT ? "HSET" : "HDEL";
-		argv[1] = key; argv[2] = num; argv[3] = value;
-		for (i = 0; i < 4; i++)
-			lens[i] = strlen(argv[i]);
-		emit(arg, ch->type == STORE_GRANT_PUT ? 4 : 3, argv, lens);
+		store_emit_words(emit, arg, 4,
+		    (const char *[]){ "HSET", key, num, value });
+		break;
+	case STORE_GRANT_DEL:
+		store_key(st, key, ch->sem, ch->sem_len, "grants");
+		snprintf(num, sizeof(num), "%llu",
+		    (unsigned long long)ch->token);
+		store_emit_words(emit, arg, 3,
+		    (const char *[]){ "HDEL", key, num });
 		break;
 	case STORE_TOKENS:
 		store_key(st, key, NULL, 0, "tokens");
 		snprintf(num, sizeof(num), "%llu",
 		    (unsigned long long)ch->token);
-		argv[0] = "SET"; argv[1] = key; argv[2] = num;
-		for (i = 0; i < 3; i++)
-			lens[i] = strlen(argv[i]);
-		emit(arg, 3, argv, lens);
+		store_emit_words(emit, arg, 3,
+		    (const char *[]){ "SET", key, num });
 		break;
 	}
 }

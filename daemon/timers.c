@@ -31,13 +31,25 @@ struct timer {
 	void		*arg;
 };
 
-uint64_t
-timers_now_ms(void)
+static uint64_t
+timers_clock_ms(clockid_t id)
 {
 	struct timespec	ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
+uint64_t
+timers_now_ms(void)
+{
+	return (timers_clock_ms(CLOCK_MONOTONIC));
+}
+
+uint64_t
+timers_wall_ms(void)
+{
+	return (timers_clock_ms(CLOCK_REALTIME));
 }
 
 static uint64_t

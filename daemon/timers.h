@@ -22,5 +22,10 @@ struct timers	*timers_new(struct event_base *base,
 void		 timers_free(struct timers *t);
 /* The monotonic clock in milliseconds, as the engine sees it. */
 uint64_t	 timers_now_ms(void);
+/*
+ * The wall clock in Unix milliseconds: only for what must outlive the
+ * process (a lease's end stored in Redis), never for deciding anything.
+ */
+uint64_t	 timers_wall_ms(void);
 
 #endif /* SEMD_TIMERS_H */

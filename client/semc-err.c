@@ -11,7 +11,7 @@
 
 /* The protocol's codes and ours line up one to one (see semc.h). */
 _Static_assert((int)SEMC_ERR_PROTO == (int)PERR_PROTO &&
-    (int)SEMC_ERR_UNAVAILABLE == (int)PERR_UNAVAILABLE &&
+    (int)SEMC_ERR_NOCONN == (int)PERR_NOCONN &&
     (int)SEMC_TIMEOUT == (int)PERR__COUNT,
     "semc_err and proto_err disagree");
 

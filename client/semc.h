@@ -53,7 +53,7 @@ extern "C" {
 
 /*
  * Outcomes, X(name, message). The protocol's ERR codes come first, in the
- * order of the protocol, so SEMC_ERR_PROTO .. SEMC_ERR_UNAVAILABLE.
+ * order of the protocol, so SEMC_ERR_PROTO .. SEMC_ERR_NOCONN.
  */
 #define SEMC_ERRORS(X)							\
 	X(OK,		"success")					\
@@ -70,6 +70,9 @@ extern "C" {
 	X(ERR_LIMIT,	"a server limit was reached")			\
 	X(ERR_UNAVAILABLE, "the server's store is unavailable; nothing "	\
 			"was granted")					\
+	X(ERR_STANDBY,	"the server is a standby; another semd owns "	\
+			"the data")					\
+	X(ERR_NOCONN,	"no connection of that id")			\
 	X(TIMEOUT,	"not granted within the timeout")		\
 	X(ERR_SERVER,	"the server sent an error this library does "	\
 			"not know")					\

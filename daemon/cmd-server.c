@@ -1,6 +1,6 @@
 /*
  * cmd-server.c: commands about the connection and the server:
- * PING, AUTH, QUIT, STATS.
+ * PING, AUTH, QUIT, STATS, ROLE.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +62,18 @@ cmd_quit(struct cmd_ctx *ctx)
 	return (CMD_DONE);
 }
 
+/* ROLE: "OK role=owner|standby|single epoch=<n> owner=<addr or ->". */
+enum cmd_result
+cmd_role(struct cmd_ctx *ctx)
+{
+	struct persist_stats	ps;
+
+	persist_get_stats(ctx->conn->srv->persist, &ps);
+	conn_reply(ctx->conn, "OK role=%s epoch=%llu owner=%s", ps.role,
+	    (unsigned long long)ps.epoch, ps.owner);
+	return (CMD_DONE);
+}
+
 /* A text as one key=value word: blanks become '_', empty becomes '-'. */
 static void
 cmd_stats_word(char *buf, size_t len, const char *text)
@@ -111,6 +123,7 @@ cmd_stats(struct cmd_ctx *ctx)
 		{ "timeouts",		es.timeouts_total },
 		{ "expired",		es.expired_total },
 		{ "revoked",		es.revoked_total },
+		{ "epoch",		ps.epoch },
 		{ "persistence_backlog", ps.backlog },
 		{ "persistence_resync",	(uint64_t)ps.resync },
 		{ "persistence_batches", ps.batches },
@@ -123,6 +136,8 @@ cmd_stats(struct cmd_ctx *ctx)
 		const char	*value;
 	} texts[] = {
 		{ "version",			PACKAGE_VERSION },
+		{ "role",			ps.role },
+		{ "owner",			ps.owner },
 		{ "persistence",		ps.state },
 		{ "persistence_mode",		ps.mode },
 		{ "persistence_last_error",	error },

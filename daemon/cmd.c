@@ -2,7 +2,8 @@
  * cmd.c: the command table and the dispatcher.
  *
  * Order of checks, as Redis does it: the parser has already refused
- * malformed requests (ERR PROTO); then auth (ERR AUTH); then the named
+ * malformed requests (ERR PROTO); then auth (ERR AUTH); then a standby
+ * refuses what only the owner may answer (ERR STANDBY); then the named
  * semaphore must exist (ERR NOSEM); only then does the handler run.
  */
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #define CMD_F_NOAUTH	0x1	/* allowed before AUTH */
 #define CMD_F_SEM	0x2	/* names an existing semaphore */
+#define CMD_F_STANDBY	0x4	/* served by a standby too */
 
 struct cmd_entry {
 	cmd_fn	fn;
@@ -20,10 +22,11 @@ struct cmd_entry {
 };
 
 static const struct cmd_entry cmd_table[VERB__COUNT] = {
-	[VERB_PING] =		{ cmd_ping, CMD_F_NOAUTH },
-	[VERB_AUTH] =		{ cmd_auth, CMD_F_NOAUTH },
-	[VERB_QUIT] =		{ cmd_quit, CMD_F_NOAUTH },
-	[VERB_STATS] =		{ cmd_stats, 0 },
+	[VERB_PING] =		{ cmd_ping, CMD_F_NOAUTH | CMD_F_STANDBY },
+	[VERB_AUTH] =		{ cmd_auth, CMD_F_NOAUTH | CMD_F_STANDBY },
+	[VERB_QUIT] =		{ cmd_quit, CMD_F_NOAUTH | CMD_F_STANDBY },
+	[VERB_STATS] =		{ cmd_stats, CMD_F_STANDBY },
+	[VERB_ROLE] =		{ cmd_role, CMD_F_STANDBY },
 	[VERB_CREATE] =		{ cmd_create, 0 },
 	[VERB_RESIZE] =		{ cmd_resize, CMD_F_SEM },
 	[VERB_DELETE] =		{ cmd_delete, CMD_F_SEM },
@@ -54,6 +57,11 @@ cmd_dispatch(struct conn *c, const struct proto_request *req)
 		conn_reply_err(c, PERR_AUTH, "authentication required");
 		return (CMD_DONE);
 	}
+	if (!(ce->flags & CMD_F_STANDBY) &&
+	    persist_role(srv->persist) == ROLE_STANDBY) {
+		cmd_reply_standby(c);
+		return (CMD_DONE);
+	}
 	if (ce->flags & CMD_F_SEM) {
 		ctx.sem = engine_find(srv->engine, req->sem.p, req->sem.len);
 		if (ctx.sem == NULL) {
@@ -63,6 +71,17 @@ cmd_dispatch(struct conn *c, const struct proto_request *req)
 		}
 	}
 	return (ce->fn(&ctx));
+}
+
+void
+cmd_reply_standby(struct conn *c)
+{
+	struct persist_stats	ps;
+
+	persist_get_stats(c->srv->persist, &ps);
+	conn_reply_err(c, PERR_STANDBY, "owner=%s epoch=%llu this semd is a "
+	    "standby; the owner serves the data", ps.owner,
+	    (unsigned long long)ps.epoch);
 }
 
 void

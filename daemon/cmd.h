@@ -3,7 +3,7 @@
  * through: auth, then the semaphore lookup, then the handler.
  *
  * Handlers hold only the semantics of their command. They live in
- * cmd-server.c (PING AUTH STATS QUIT), cmd-sem.c (CREATE RESIZE DELETE
+ * cmd-server.c (PING AUTH STATS QUIT ROLE), cmd-sem.c (CREATE RESIZE DELETE
  * INFO HOLDERS WAITERS LIST) and cmd-grant.c (ACQUIRE TRY RELEASE REFRESH
  * ATTACH CHECK REVOKE).
  */
@@ -46,6 +46,7 @@ enum cmd_result	 cmd_ping(struct cmd_ctx *);
 enum cmd_result	 cmd_auth(struct cmd_ctx *);
 enum cmd_result	 cmd_stats(struct cmd_ctx *);
 enum cmd_result	 cmd_quit(struct cmd_ctx *);
+enum cmd_result	 cmd_role(struct cmd_ctx *);
 enum cmd_result	 cmd_create(struct cmd_ctx *);
 enum cmd_result	 cmd_resize(struct cmd_ctx *);
 enum cmd_result	 cmd_delete(struct cmd_ctx *);
@@ -60,6 +61,8 @@ enum cmd_result	 cmd_attach(struct cmd_ctx *);
 enum cmd_result	 cmd_check(struct cmd_ctx *);
 enum cmd_result	 cmd_revoke(struct cmd_ctx *);
 
+/* Reply "ERR STANDBY owner=<addr> epoch=<n> ...". */
+void		 cmd_reply_standby(struct conn *c);
 /* Reply "ERR code" with the engine's standard text for that code. */
 void		 cmd_reply_engine_err(struct cmd_ctx *ctx, enum proto_err code);
 

@@ -31,6 +31,7 @@
 #include "timers.h"
 
 #define TOKEN_BLOCK		1000
+#define PERSIST_ADDR_MAX	300
 #define PERSIST_RETRY_LOAD_S	1
 
 enum persist_state {
@@ -41,6 +42,7 @@ enum persist_state {
 };
 
 static const char *const state_names[] = { "off", "loading", "down", "ok" };
+static const char *const role_names[] = { "single", "owner", "standby" };
 
 struct dirty_sem {
 	char		 name[PROTO_NAME_MAX + 1];
@@ -71,6 +73,9 @@ struct persist {
 	void			*ctx;
 	struct store		*store;
 	enum persist_state	 state;
+	enum persist_role	 role;
+	uint64_t		 epoch;		/* the owner's, as last seen */
+	char			 owner_addr[PERSIST_ADDR_MAX];
 
 	struct dirty_sem	*dirty_sems, *flight_sems;
 	struct dirty_grant	*dirty_grants, *flight_grants;
@@ -622,8 +627,11 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 	p->answer = answer;
 	p->ctx = ctx;
 	p->state = PST_OFF;
+	p->role = ROLE_SINGLE;
+	snprintf(p->owner_addr, sizeof(p->owner_addr), "-");
 	if (cfg->persistence == PERSIST_NONE)
 		return (p);
+	p->role = ROLE_OWNER;
 	p->state = PST_LOADING;
 	p->store = store_new(cfg, base, &events, p);
 	p->flush_ev = event_new(base, -1, 0, persist_flush_cb, p);
@@ -664,9 +672,18 @@ persist_free(struct persist *p)
 	free(p);
 }
 
+enum persist_role
+persist_role(struct persist *p)
+{
+	return (p->role);
+}
+
 void
 persist_get_stats(struct persist *p, struct persist_stats *st)
 {
+	st->role = role_names[p->role];
+	st->epoch = p->epoch;
+	st->owner = p->owner_addr;
 	st->state = state_names[p->state];
 	st->mode = config_persist_mode_name((enum persist_mode)
 	    p->cfg->persistence);

@@ -38,7 +38,17 @@ enum persist_await_kind {
 typedef void (*persist_answer_fn)(void *ctx, uint64_t conn_id,
     enum persist_await_kind kind, uint64_t token, uint32_t ms, int ok);
 
+/* Who serves the data set (PROTOCOL.md "Ownership"). */
+enum persist_role {
+	ROLE_SINGLE,	/* persistence none: nothing to own */
+	ROLE_OWNER,	/* this daemon owns the data set and serves it */
+	ROLE_STANDBY	/* another daemon owns it (or nobody yet): wait */
+};
+
 struct persist_stats {
+	const char	*role;		/* "owner", "standby" or "single" */
+	uint64_t	 epoch;		/* the owner's epoch; 0: none known */
+	const char	*owner;		/* the owner's advertised address, "-" */
 	const char	*state;		/* "ok", "down", "loading" or "off" */
 	const char	*mode;		/* "none", "sync" or "async" */
 	uint64_t	 backlog;	/* changes not yet written */
@@ -81,5 +91,6 @@ void		 persist_await(struct persist *p, uint64_t conn_id,
 		    enum persist_await_kind kind, uint64_t token, uint32_t ms);
 
 void		 persist_get_stats(struct persist *p, struct persist_stats *st);
+enum persist_role persist_role(struct persist *p);
 
 #endif /* SEMD_PERSIST_H */

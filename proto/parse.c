@@ -51,6 +51,7 @@ static const struct {
 	[VERB_LIST] =		{ "",	 "" },
 	[VERB_STATS] =		{ "",	 "" },
 	[VERB_QUIT] =		{ "",	 "" },
+	[VERB_ROLE] =		{ "",	 "" },
 };
 
 static int

@@ -18,7 +18,7 @@
 #define PROTO_ERRMSG_MAX	160		/* human text after ERR CODE */
 #define PROTO_DEFAULT_PORT	7313
 
-/* Error codes, in the order PROTOCOL.md lists them. X(code) */
+/* Error codes, in the order PROTOCOL.md lists them (1.0, then 1.1). X(code) */
 #define PROTO_ERRORS(X)	\
 	X(PROTO)	\
 	X(TOOLONG)	\
@@ -31,7 +31,9 @@
 	X(NOTLEASE)	\
 	X(BUSY)		\
 	X(LIMIT)	\
-	X(UNAVAILABLE)
+	X(UNAVAILABLE)	\
+	X(STANDBY)	\
+	X(NOCONN)
 
 enum proto_err {
 	PERR_NONE = 0,
@@ -60,7 +62,8 @@ enum proto_err {
 	X(WAITERS)	\
 	X(LIST)		\
 	X(STATS)	\
-	X(QUIT)
+	X(QUIT)		\
+	X(ROLE)
 
 enum proto_verb {
 #define X(v) VERB_##v,

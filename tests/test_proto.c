@@ -128,6 +128,7 @@ static const struct {
 	{ "LIST", VERB_LIST },
 	{ "STATS", VERB_STATS },
 	{ "QUIT", VERB_QUIT },
+	{ "ROLE", VERB_ROLE },
 };
 
 START_TEST(test_verb_table_complete)
@@ -210,6 +211,9 @@ START_TEST(test_noarg_verbs)
 	ck_bad("list x", "wrong number of arguments for 'LIST'");
 	ck_bad("STATS x y", "wrong number of arguments for 'STATS'");
 	ck_bad("QUIT now", "wrong number of arguments for 'QUIT'");
+	ck_ok("role");
+	ck_assert_int_eq(req.verb, VERB_ROLE);
+	ck_bad("ROLE x", "wrong number of arguments for 'ROLE'");
 }
 END_TEST
 
@@ -806,7 +810,7 @@ START_TEST(test_err_names)
 	static const char *names[] = {
 		"PROTO", "TOOLONG", "AUTH", "NOSEM", "EXISTS", "RANGE",
 		"NOTHELD", "NOTOWNER", "NOTLEASE", "BUSY", "LIMIT",
-		"UNAVAILABLE",
+		"UNAVAILABLE", "STANDBY", "NOCONN",
 	};
 	size_t	i;
 
@@ -818,7 +822,7 @@ START_TEST(test_err_names)
 		    (int)(i + 1));
 	}
 	ck_assert_int_eq(PERR_PROTO, 1);
-	ck_assert_int_eq(PERR_UNAVAILABLE, PERR__COUNT - 1);
+	ck_assert_int_eq(PERR_NOCONN, PERR__COUNT - 1);
 	ck_assert_ptr_null(proto_err_name(PERR_NONE));
 	ck_assert_ptr_null(proto_err_name(PERR__COUNT));
 	ck_assert_ptr_null(proto_err_name((enum proto_err)-1));

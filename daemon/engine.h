@@ -249,7 +249,8 @@ struct grant	*engine_restore_grant(struct engine *e, struct sem *s,
 
 /*
  * Keep copies of name and addr (either may be NULL: unknown) on g,
- * replacing any it had; they are freed with g. Emits nothing.
+ * replacing any it had; they are freed with g. Emits nothing and changes
+ * no rule's state, so the observer may call it.
  */
 void		 engine_grant_set_holder(struct grant *g, const char *name,
 		    const char *addr);

@@ -32,8 +32,10 @@ cmd_name(struct cmd_ctx *ctx)
 void
 cmd_conn_label(struct server *srv, uint64_t id, char *buf, size_t len)
 {
-	struct conn	*c = conn_find(srv, id);
+	struct conn	*c;
 
+	/* Closing ones too: their permits go when they are torn down. */
+	HASH_FIND(hh, srv->conns, &id, sizeof(id), c);
 	if (c == NULL)
 		snprintf(buf, len, "name=- addr=-");
 	else

@@ -75,7 +75,7 @@ void		 cmd_watch_ended(struct server *srv, uint64_t token,
 void		 cmd_watch_drop(struct conn *c);
 /* Bytes of "name=<label> addr=<addr>": labels, peers ("[ip6]:port") */
 #define CMD_LABEL_MAX	(PROTO_LABEL_MAX + 64 + 16)
-/* "name=<label or -> addr=<addr>" of the open connection id, into buf. */
+/* "name=<label or -> addr=<addr>" of connection id, into buf. */
 void		 cmd_conn_label(struct server *srv, uint64_t id, char *buf,
 		    size_t len);
 

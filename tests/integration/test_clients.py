@@ -142,13 +142,20 @@ def test_kill_other():
         ok(c.no_reply(0.3), "c waits behind b")
         cid, bid = my_id(c, op), my_id(b, op)
         eq(len(op.listing("WAITERS s")), 1, "one waiter")
-        expect(op, "KILL %d" % cid, "OK", "KILL of the waiting connection")
-        eq(op.listing("WAITERS s"), [], "its waiter is dropped at once")
+        # Pipelined in one write: the WAITERS runs in the same turn.
+        op.send("KILL %d\r\nWAITERS s\r\n" % cid)
+        eq(op.lines(2), ["OK", "OK 0"], "KILL of the waiting connection: "
+           "its waiter is dropped before the OK (a WAITERS pipelined right "
+           "after it shows none)")
         ok(c.expect_closed(5), "the killed connection is closed")
         eq(c.buf, b"", "...without a reply to its ACQUIRE")
         w2.send("ACQUIRE s\r\n")
         ok(w2.no_reply(0.3), "another waiter queues")
-        expect(op, "KILL %d" % bid, "OK", "KILL of the holder")
+        op.send("KILL %d\r\nINFO s\r\n" % bid)
+        eq(op.line(), "OK", "KILL of the holder")
+        eq(parse_kv(op.line()[3:])["holders"], "1", "its bound permit is "
+           "released before the OK: INFO right after shows only the "
+           "waiter's new grant")
         got = w2.line()
         is_token(got, "its bound permit was released: the waiter is "
                  "granted")

@@ -276,6 +276,8 @@ batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
 	if (g == NULL)
 		return;
 	c->n = g->n;
+	c->holder_name = g->holder_name;
+	c->holder_addr = g->holder_addr;
 	if (g->kind == GRANT_LEASE) {
 		c->kind = STORE_KIND_LEASE;
 		c->deadline_unix_ms = timers_wall_ms() +
@@ -698,9 +700,11 @@ persist_load_sem(void *ctx, const char *name, uint32_t capacity)
  */
 static void
 persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
-    enum store_grant_kind kind, uint64_t deadline_unix_ms)
+    enum store_grant_kind kind, uint64_t deadline_unix_ms,
+    const char *holder_name, const char *holder_addr)
 {
 	struct persist	*p = ctx;
+	struct grant	*g;
 	struct sem	*s = engine_find(p->engine, sem, strlen(sem));
 	uint64_t	 grace = (uint64_t)p->cfg->reclaim_grace_ms;
 	uint64_t	 now = timers_wall_ms(), ttl = grace;
@@ -709,9 +713,10 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 		return;
 	if (kind == STORE_KIND_LEASE && deadline_unix_ms > now + grace)
 		ttl = deadline_unix_ms - now;
-	if (engine_restore_grant(p->engine, s, token, n, kind ==
-	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl) == NULL)
+	if ((g = engine_restore_grant(p->engine, s, token, n, kind ==
+	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl)) == NULL)
 		return;
+	engine_grant_set_holder(g, holder_name, holder_addr);
 	p->load_grants++;
 	if (kind == STORE_KIND_CONN)
 		p->load_unowned++;

@@ -7,8 +7,11 @@
  *   P tokens          string  every token ever issued is <= this
  *   P sems            set     the semaphore names
  *   P {NAME}:sem      hash    capacity
- *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D"
- *                             (D: Unix ms when a lease ends; 0 for conn)
+ *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D
+ *                             name=L addr=A" (D: Unix ms when a lease
+ *                             ends, 0 for conn; L, A: the NAME and address
+ *                             of the connection that acquired a lease, or
+ *                             "-"; values without them load as "-")
  *   P owner           string  "EPOCH ID ADDR", expires owner-lease after
  *                             the owner's last renewal
  *   P epoch           string  the last epoch handed out
@@ -46,6 +49,7 @@
 #include "timers.h"
 
 #define STORE_KEY_MAX		(PROTO_NAME_MAX + 256)
+#define STORE_HOLDER_ADDR_MAX	64	/* a holder's address, NUL included */
 #define STORE_HEARTBEAT_MS	1000	/* at most; owner-lease / 3 if less */
 #define STORE_BACKOFF_MIN_MS	100
 #define STORE_BACKOFF_MAX_MS	2000
@@ -161,7 +165,7 @@ static void
 store_encode(struct store *st, const struct store_change *ch,
     store_emit_fn emit, void *arg)
 {
-	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[96];
+	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[256];
 
 	switch (ch->type) {
 	case STORE_SEM_PUT:
@@ -182,9 +186,13 @@ store_encode(struct store *st, const struct store_change *ch,
 		store_key(st, key, ch->sem, ch->sem_len, "grants");
 		snprintf(num, sizeof(num), "%llu",
 		    (unsigned long long)ch->token);
-		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu",
-		    ch->n, ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
-		    (unsigned long long)ch->deadline_unix_ms);
+		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu "
+		    "name=%.*s addr=%.*s", ch->n,
+		    ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
+		    (unsigned long long)ch->deadline_unix_ms, PROTO_LABEL_MAX,
+		    ch->holder_name != NULL ? ch->holder_name : "-",
+		    STORE_HOLDER_ADDR_MAX - 1,
+		    ch->holder_addr != NULL ? ch->holder_addr : "-");
 		store_emit_words(emit, arg, 4,
 		    (const char *[]){ "HSET", key, num, value });
 		break;
@@ -364,13 +372,40 @@ store_report_repaired(struct store *st, const redisReply *r)
 	free(keys);
 }
 
-/* "n=N kind=K deadline_ms=D" into its parts; -1 when malformed. */
+/*
+ * The optional word key=V of s into buf (size bytes): "" when absent,
+ * "-", or not fit to show (a name must be a valid label).
+ */
+static void
+store_decode_label(const char *s, size_t len, const char *key, char *buf,
+    size_t size)
+{
+	struct proto_word	w;
+
+	buf[0] = '\0';
+	if (!proto_find_kv(s, len, key, &w) || w.len >= size ||
+	    (w.len == 1 && w.p[0] == '-') || memchr(w.p, '\0', w.len) != NULL)
+		return;
+	if (strcmp(key, "name") == 0 && !proto_valid_label(w.p, w.len))
+		return;
+	memcpy(buf, w.p, w.len);
+	buf[w.len] = '\0';
+}
+
+/*
+ * "n=N kind=K deadline_ms=D [name=L addr=A]" into its parts; -1 when
+ * malformed. name and addr ("" when unknown) are PROTO_LABEL_MAX + 1 and
+ * STORE_HOLDER_ADDR_MAX bytes.
+ */
 static int
 store_decode_grant(const char *s, size_t len, uint32_t *n,
-    enum store_grant_kind *kind, uint64_t *deadline)
+    enum store_grant_kind *kind, uint64_t *deadline, char *name, char *addr)
 {
 	struct proto_word	w;
 	uint64_t		v;
+
+	store_decode_label(s, len, "name", name, PROTO_LABEL_MAX + 1);
+	store_decode_label(s, len, "addr", addr, STORE_HOLDER_ADDR_MAX);
 
 	if (!proto_find_kv(s, len, "n", &w) ||
 	    proto_parse_u64(w.p, w.len, PROTO_INT_MAX, &v) != 0 || v == 0)
@@ -478,6 +513,8 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 	uint64_t		 v, token, deadline;
 	uint32_t		 n;
 	size_t			 i;
+	char			 hname[PROTO_LABEL_MAX + 1];
+	char			 haddr[STORE_HOLDER_ADDR_MAX];
 
 	if (name->type != REDIS_REPLY_STRING ||
 	    !proto_valid_name(name->str, name->len)) {
@@ -502,14 +539,16 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 		    proto_parse_u64(f->str, f->len, UINT64_MAX, &token) != 0 ||
 		    token == 0 ||
 		    store_decode_grant(val->str, val->len, &n, &kind,
-		    &deadline) != 0) {
+		    &deadline, hname, haddr) != 0) {
 			log_warnx("redis: skipping a malformed grant of %s",
 			    name->str);
 			continue;
 		}
 		if (token > *max_token)
 			*max_token = token;
-		ld->grant(ctx, name->str, token, n, kind, deadline);
+		ld->grant(ctx, name->str, token, n, kind, deadline,
+		    hname[0] != '\0' ? hname : NULL,
+		    haddr[0] != '\0' ? haddr : NULL);
 	}
 }
 

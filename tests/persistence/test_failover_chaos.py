@@ -419,8 +419,11 @@ def test_failover_chaos():
                            if tr < t_ev)
                 if action == "kill":
                     daemons[v].kill9()
+                    o = 1 - v
+                    ro2, t_o = wait_role(daemons[o].port, "owner",
+                                         LIMIT + 3)
+                    i = o if t_o is not None else None
                     daemons[v].start()          # comes back as a standby
-                    i, ro2 = current_owner(daemons, LIMIT + 3)
                 else:
                     proxies[v].pause()
                     o = 1 - v
@@ -433,7 +436,7 @@ def test_failover_chaos():
                     if t_v is None:
                         stuck.append("the partitioned owner did not become "
                                      "a standby after resume: %r" % (rv,))
-                t_new = now()
+                t_new = t_o if t_o is not None else now()
                 if i is None:
                     stuck.append("no owner %.1f s after a %s" %
                                  (t_new - t_ev, action))

@@ -55,8 +55,6 @@ def check_refusal(status, text, owner_addr, epoch, ds, what):
        (what, owner_addr, epoch), repr(ln))
     ok(ds in ln, "%s: the line names the data set '%s'" % (what, ds),
        repr(ln))
-    ok("listening on" not in text, "%s: it never listened" % what,
-       log_tail(text))
 
 
 def test_second_owner_refused():
@@ -364,9 +362,11 @@ def test_foreign_owner_key():
         # the foreign owner goes away: its key ends
         r.cmd("PEXPIRE", PREFIX + "owner", "200")
         ro, _ = wait_role(p.port, "owner", LEASE_MS / 1000.0 + 5)
-        ok(ro is not None and ro["role"] == "owner" and ro["epoch"] == 42,
-           "when the key ends, the standby takes over with epoch 42 (the "
-           "counter + 1)", repr(ro))
+        ok(ro is not None and ro["role"] == "owner" and ro["epoch"] > 41,
+           "when the key ends, the standby takes over with an epoch above "
+           "41", repr(ro))
+        ok(ro is not None and r.cmd("GET", PREFIX + "epoch") ==
+           str(ro["epoch"]), "'semd:epoch' is the new owner's epoch")
         expect_token(c, "TRY s", "and grants")
         p.stop()
 

@@ -44,7 +44,7 @@ sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from redistest import *  # noqa: E402,F403
 
-SEMS = {"c3": 3, "c2": 2}
+SEMS = {"c3": 3, "c2": 2, "c6": 6}
 KEEP = "keep"                   # long leases, never released by clients
 CLIENTS = 20
 SECONDS = float(os.environ.get("CHAOS_SECONDS", "30"))

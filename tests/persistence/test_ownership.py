@@ -374,6 +374,30 @@ def test_foreign_owner_key():
         p.stop()
 
 
+def test_advertise():
+    with start_redis() as r:
+        adv = "semd-a.example:7400"
+        p1 = start_semd_redis(r, *owner_args(), "--advertise", adv)
+        a = p1.connect()
+        ro = role_of(a)
+        eq((ro["role"], ro["owner"]), ("owner", adv),
+           "advertise: ROLE owner= is the advertised address")
+        k = owner_key(r)
+        ok(k is not None and k[-1] == adv, "'semd:owner' holds the "
+           "advertised address", repr(k))
+        p2 = start_semd_redis(r, *owner_args(standby=True))
+        b = p2.connect()
+        eq(standby_reply(b.cmd("ACQUIRE s")), (adv, ro["epoch"]),
+           "a standby sends clients to the advertised address")
+        status, text = semd_must_exit("--redis", r.addr(), *owner_args())
+        ok(status == 1 and "is owned by %s (epoch %d)" % (adv, ro["epoch"])
+           in text, "a refused start names the advertised address",
+           log_tail(text))
+        p2.stop()
+        p1.stop()
+
+
 run(test_second_owner_refused, test_standby_answers, test_role_single,
     test_takeover_after_kill9, test_epochs_and_old_owner,
-    test_standby_needs_sync, test_foreign_owner_key, time_limit=90)
+    test_standby_needs_sync, test_foreign_owner_key, test_advertise,
+    time_limit=90)

@@ -213,10 +213,19 @@ def test_partitioned_owner_standby_yes():
         cut_off_grants_nothing(pa)
         px.resume()
         note("proxy resumed")
-        ra, _ = wait_role(pa.port, "standby", LIMIT + 5)
-        eq(ra, {"role": "standby", "epoch": s["epoch_b"],
-                "owner": "127.0.0.1:%d" % pb.port},
-           "A (standby yes) is now a standby of B")
+        want = {"role": "standby", "epoch": s["epoch_b"],
+                "owner": "127.0.0.1:%d" % pb.port}
+        seen = []
+
+        def names_b():
+            ro = role_at(pa.port)
+            seen.append(ro)
+            return ro == want
+        ok(wait_until(names_b, LIMIT + 5, 0.05), "A (standby yes) comes to "
+           "name B and its epoch in ROLE once it reaches Redis again",
+           "ROLE answers seen: %r" % sorted(set(map(repr, seen))))
+        ok(all(ro is None or ro["role"] == "standby" for ro in seen),
+           "... and says standby all along", repr(seen[-5:]))
         a = pa.connect()
         eq(standby_reply(a.cmd("TRY s")), ("127.0.0.1:%d" % pb.port,
                                            s["epoch_b"]),

@@ -76,6 +76,10 @@ static const struct config_directive directives[] = {
 	    OFF(reclaim_grace_ms) },
 	{ "persistence-backlog", CONF_INT, 1, 100000000, "100000",
 	    OFF(persistence_backlog) },
+	{ "owner-lease",	CONF_DURATION, 500, 60000, "3s",
+	    OFF(owner_lease_ms) },
+	{ "standby",		CONF_BOOL, 0, 1, "no", OFF(standby) },
+	{ "advertise",		CONF_STRING, 0, 0, NULL, OFF(advertise) },
 };
 #undef OFF
 
@@ -92,7 +96,8 @@ static const char usage_text[] =
 "            maxclients max-line max-output max-semaphores tcp-keepalive\n"
 "            loglevel logfile pidfile semaphore persistence redis\n"
 "            redis-password redis-db redis-prefix redis-timeout\n"
-"            reclaim-grace persistence-backlog\n"
+"            reclaim-grace persistence-backlog owner-lease standby\n"
+"            advertise\n"
 "See semd.conf for each directive, its default and its range.\n";
 
 static const struct config_directive *
@@ -423,6 +428,25 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 	}
 	if (cfg->redis_prefix == NULL)
 		cfg->redis_prefix = xstrdup("");
+	/* A standby is safe only if no grant is answered before it is owned. */
+	if (cfg->standby && cfg->persistence != PERSIST_SYNC) {
+		snprintf(err, errlen, "standby yes needs persistence sync: "
+		    "with persistence %s a grant is answered before it is "
+		    "written, and a standby taking over would not know it",
+		    persist_mode_names[cfg->persistence]);
+		return (-1);
+	}
+	if (cfg->advertise != NULL) {
+		colon = strrchr(cfg->advertise, ':');
+		if (colon == NULL || colon == cfg->advertise ||
+		    strlen(cfg->advertise) >= 256 || strpbrk(cfg->advertise,
+		    " \t") != NULL || proto_parse_u64(colon + 1,
+		    strlen(colon + 1), 65535, &port) != 0 || port == 0) {
+			snprintf(err, errlen, "advertise must be HOST:PORT, "
+			    "not '%.64s'", cfg->advertise);
+			return (-1);
+		}
+	}
 	return (0);
 }
 
@@ -521,5 +545,6 @@ config_free(struct config *cfg)
 	free(cfg->redis);
 	free(cfg->redis_password);
 	free(cfg->redis_prefix);
+	free(cfg->advertise);
 	memset(cfg, 0, sizeof(*cfg));
 }

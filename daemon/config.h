@@ -53,6 +53,9 @@ struct config {
 	int64_t			 redis_timeout_ms;
 	int64_t			 reclaim_grace_ms;
 	int64_t			 persistence_backlog;
+	int64_t			 owner_lease_ms;
+	int64_t			 standby;	/* wait while another owns */
+	char			*advertise;	/* NULL: first bind and port */
 };
 
 /* "none", "sync" or "async". */

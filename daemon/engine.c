@@ -304,6 +304,13 @@ engine_new(const struct engine_clock *clock, engine_event_fn on_event,
 void
 engine_free(struct engine *e)
 {
+	engine_clear(e);
+	free(e);
+}
+
+void
+engine_clear(struct engine *e)
+{
 	struct sem	*s, *stmp;
 	struct grant	*g, *gtmp;
 
@@ -317,7 +324,6 @@ engine_free(struct engine *e)
 		HASH_DEL(e->sems, s);
 		free(s);
 	}
-	free(e);
 }
 
 enum proto_err

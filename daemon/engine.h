@@ -158,6 +158,13 @@ struct engine	*engine_new(const struct engine_clock *clock,
  */
 void		 engine_free(struct engine *e);
 
+/*
+ * Forget every semaphore and grant, cancel their timers; emits no events.
+ * Every owner must have been freed first. The token floor stays: tokens
+ * never go back. (A daemon that lost its ownership, before it reloads.)
+ */
+void		 engine_clear(struct engine *e);
+
 /* CREATE: PERR_NONE (also when it exists with that capacity), EXISTS, LIMIT. */
 enum proto_err	 engine_create(struct engine *e, const char *name, size_t len,
 		    uint32_t capacity, struct sem **out);

@@ -18,10 +18,23 @@
  * restarted without its data, restored from an old snapshot), or if the
  * backlog outgrew persistence-backlog, Redis is rewritten from memory:
  * semd's memory is the truth, Redis its copy.
+ *
+ * Ownership: before it loads, semd claims the data set (store.h). The
+ * claim, and every acknowledged write or heartbeat after it, proves that
+ * the owner key names us for owner-lease from the moment it was sent, so
+ * we may act as owner until then, less a margin for clock-rate drift
+ * (owner_until_ms, on our own monotonic clock). Past that moment another
+ * daemon may take over, so we stop first: nothing more is granted, every
+ * client connection is closed (their bound permits are then unowned in
+ * Redis, and only the next owner's reclaim-grace, which starts after its
+ * claim, can release them), memory is dropped, and we claim again: as a
+ * standby, or with standby no only to resume the very epoch we held.
+ * Regained or taken over, the data set is loaded as after a restart.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <uthash.h>
 
@@ -31,8 +44,9 @@
 #include "timers.h"
 
 #define TOKEN_BLOCK		1000
-#define PERSIST_ADDR_MAX	300
-#define PERSIST_RETRY_LOAD_S	1
+#define PERSIST_RETRY_LOAD_MS	1000
+/* A standby claims this often at the most (owner-lease / 4 if less). */
+#define PERSIST_POLL_MAX_MS	500
 
 enum persist_state {
 	PST_OFF,	/* persistence none */
@@ -71,11 +85,16 @@ struct persist {
 	struct engine		*engine;
 	persist_answer_fn	 answer;
 	void			*ctx;
+	const struct store_ops	*ops;
 	struct store		*store;
 	enum persist_state	 state;
 	enum persist_role	 role;
 	uint64_t		 epoch;		/* the owner's, as last seen */
-	char			 owner_addr[PERSIST_ADDR_MAX];
+	char			 owner_addr[STORE_ADDR_MAX];
+	char			 advertise[STORE_ADDR_MAX];
+	uint64_t		 owner_until_ms; /* act as owner until then */
+	uint64_t		 held_epoch;	/* ours before we lost it */
+	int			 listening;	/* the server listens */
 
 	struct dirty_sem	*dirty_sems, *flight_sems;
 	struct dirty_grant	*dirty_grants, *flight_grants;
@@ -89,11 +108,10 @@ struct persist {
 	uint64_t		 tokens_sent;	/* ...or as in flight */
 
 	struct event		*flush_ev;
-	struct event		*load_ev;
-	void			 (*loaded)(void *);
-	void			 (*ready)(void *);
+	struct event		*claim_ev;	/* claim (and load) next */
+	struct event		*owner_ev;	/* at owner_until_ms */
+	const struct persist_hooks *hooks;
 	void			*arg;
-	int			 ready_called;
 
 	uint64_t		 batches;
 	uint64_t		 failures;
@@ -340,11 +358,11 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (p->state != PST_UP || !store_can_submit(p->store))
+	if (p->state != PST_UP || !p->ops->can_submit(p->store))
 		return;		/* batch_done or ready will call again */
 	if (p->resync) {
 		log_info("redis %s: rewriting it from memory",
-		    store_address(p->store));
+		    p->ops->address(p->store));
 		batch_full(p, &b);
 	} else if (persist_backlog(p) > 0 || p->awaits != NULL)
 		batch_from_dirty(p, &b);
@@ -355,7 +373,7 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	p->flight_awaits = p->awaits;
 	p->awaits = NULL;
-	store_submit(p->store, b.ch, b.n);
+	p->ops->submit(p->store, b.ch, b.n);
 	free(b.ch);
 	/* Only now: the batch pointed into the stale names. */
 	persist_free_stale(p);
@@ -424,13 +442,12 @@ persist_unavailable(struct persist *p)
 static void
 persist_down(struct persist *p, const char *why)
 {
+	/* The store logs the failure itself, once, and how often it recurs. */
 	if (p->state == PST_UP)
-		log_warnx("redis %s: %s; %s", store_address(p->store), why,
+		log_warnx("redis %s: %s", p->ops->address(p->store),
 		    p->cfg->persistence == PERSIST_SYNC ? "new grants get ERR "
 		    "UNAVAILABLE until it is back" : "writing behind once it "
 		    "is back");
-	else if (strcmp(p->last_error, why) != 0)
-		log_warnx("redis %s: %s", store_address(p->store), why);
 	snprintf(p->last_error, sizeof(p->last_error), "%s", why);
 	p->failures++;
 	p->state = PST_DOWN;
@@ -448,9 +465,9 @@ persist_batch_done(void *ctx, int ok)
 	struct persist	*p = ctx;
 
 	if (!ok) {
+		/* lost() or fenced() follows and says why. */
 		dirty_merge_flight(p);
 		p->tokens_sent = p->tokens_acked;
-		persist_down(p, "a write failed");
 		return;
 	}
 	dirty_clear(&p->flight_sems, &p->flight_grants);
@@ -475,7 +492,7 @@ persist_ready(void *ctx, uint64_t tokens, char **names, size_t nnames)
 
 	if (tokens < p->tokens_acked && !p->resync) {
 		log_warnx("redis %s: its token bound went back (%llu < %llu): "
-		    "it lost data", store_address(p->store),
+		    "it lost data", p->ops->address(p->store),
 		    (unsigned long long)tokens,
 		    (unsigned long long)p->tokens_acked);
 		p->resync = 1;
@@ -488,15 +505,13 @@ persist_ready(void *ctx, uint64_t tokens, char **names, size_t nnames)
 		p->nstale = nnames;
 	}
 	p->tokens_sent = p->tokens_acked;
-	if (p->state == PST_DOWN && p->last_error[0] != '\0')
-		log_info("redis %s: back", store_address(p->store));
 	p->last_error[0] = '\0';
 	p->state = PST_UP;
 	if (p->cfg->persistence == PERSIST_SYNC)
 		engine_hold_grants(p->engine, 0);
-	if (!p->ready_called) {
-		p->ready_called = 1;
-		p->ready(p->arg);
+	if (!p->listening) {
+		p->listening = 1;
+		p->hooks->ready(p->arg);
 	}
 	persist_schedule(p);
 }
@@ -513,10 +528,150 @@ persist_heartbeat(void *ctx, uint64_t tokens)
 	}
 	/* Flushed or restarted empty under us: reconnect and rewrite. */
 	p->resync = 1;
-	store_reconnect(p->store, "its token bound went back: it lost data");
+	p->ops->reconnect(p->store, "its token bound went back: it lost data");
 }
 
-/* --- start-up --- */
+/* Keys of ours had the wrong type and were replaced: rewrite them all. */
+static void
+persist_repaired(void *ctx, char **keys, size_t nkeys)
+{
+	struct persist	*p = ctx;
+
+	(void)keys;
+	(void)nkeys;
+	p->resync = 1;
+	persist_schedule(p);
+}
+
+/* --- ownership --- */
+
+/* How long before the owner key can expire we stop acting as owner. */
+static uint64_t
+persist_owner_margin_ms(struct persist *p)
+{
+	uint64_t	lease = (uint64_t)p->cfg->owner_lease_ms;
+
+	return (lease / 10 > 50 ? lease / 10 : 50);
+}
+
+static uint64_t
+persist_poll_ms(struct persist *p)
+{
+	uint64_t	ms = (uint64_t)p->cfg->owner_lease_ms / 4;
+
+	return (ms < PERSIST_POLL_MAX_MS ? ms : PERSIST_POLL_MAX_MS);
+}
+
+static void
+persist_claim_in(struct persist *p, uint64_t ms)
+{
+	struct timeval	tv = { (time_t)(ms / 1000),
+			    (suseconds_t)(ms % 1000) * 1000 };
+
+	evtimer_add(p->claim_ev, &tv);
+}
+
+static void
+persist_arm_owner(struct persist *p)
+{
+	uint64_t	now = timers_now_ms(), ms;
+	struct timeval	tv;
+
+	ms = p->owner_until_ms > now ? p->owner_until_ms - now : 0;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(p->owner_ev, &tv);
+}
+
+/* What the owner key proved: we own the data set until then. */
+static void
+persist_extend(struct persist *p, uint64_t sent_ms)
+{
+	uint64_t	until = sent_ms + (uint64_t)p->cfg->owner_lease_ms -
+			    persist_owner_margin_ms(p);
+
+	if (until <= p->owner_until_ms)
+		return;
+	p->owner_until_ms = until;
+	persist_arm_owner(p);
+}
+
+static void
+persist_renewed(void *ctx, uint64_t sent_ms)
+{
+	persist_extend(ctx, sent_ms);
+}
+
+static void
+persist_drop_pending(struct persist *p)
+{
+	dirty_clear(&p->dirty_sems, &p->dirty_grants);
+	dirty_clear(&p->flight_sems, &p->flight_grants);
+	persist_free_stale(p);
+	await_free_list(&p->awaits);
+	await_free_list(&p->flight_awaits);
+	p->resync = p->flight_resync = 0;
+}
+
+/*
+ * Stop acting as owner, at once: grant nothing, close every client
+ * connection, forget memory, and claim again (as a standby, or with
+ * standby no only to resume our own epoch).
+ */
+static void
+persist_lose(struct persist *p, const char *why)
+{
+	if (p->role != ROLE_OWNER && p->state == PST_LOADING)
+		return;		/* not acting as owner: nothing to stop */
+	log_warnx("lost ownership of %s (epoch %llu): %s; closing every "
+	    "client connection and %s", p->ops->dataset(p->store),
+	    (unsigned long long)p->epoch, why, p->cfg->standby ?
+	    "serving as a standby" : "trying to resume this epoch");
+	evtimer_del(p->owner_ev);
+	engine_hold_grants(p->engine, 1);
+	p->ops->disconnect(p->store);
+	persist_drop_pending(p);
+	p->held_epoch = p->epoch;
+	p->owner_until_ms = 0;
+	p->role = ROLE_STANDBY;
+	p->state = PST_LOADING;
+	snprintf(p->owner_addr, sizeof(p->owner_addr), "-");
+	snprintf(p->last_error, sizeof(p->last_error), "%s", why);
+	p->failures++;
+	p->hooks->lost(p->arg);
+	persist_claim_in(p, 0);
+}
+
+static void
+persist_fenced(void *ctx, const char *owner)
+{
+	struct persist	*p = ctx;
+	char		 why[STORE_ADDR_MAX + 64];
+
+	snprintf(why, sizeof(why), "another daemon owns it (owner key: %s)",
+	    owner);
+	persist_lose(p, why);
+}
+
+/* owner_ev: the last proof of ownership ran out. */
+static void
+persist_owner_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct persist	*p = arg;
+	char		 why[128];
+
+	(void)fd;
+	(void)what;
+	if (timers_now_ms() < p->owner_until_ms) {
+		persist_arm_owner(p);	/* extended meanwhile */
+		return;
+	}
+	snprintf(why, sizeof(why), "could not renew it within owner-lease "
+	    "(%lld ms)", (long long)p->cfg->owner_lease_ms);
+	persist_lose(p, why);
+}
+
+/* --- start-up, takeover --- */
 
 static void
 persist_load_sem(void *ctx, const char *name, uint32_t capacity)
@@ -557,86 +712,169 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 		p->load_unowned++;
 }
 
-static void
-persist_load_cb(evutil_socket_t fd, short what, void *arg)
+/*
+ * The data set is ours: load it as after a restart, then connect. how:
+ * "owner of" at start-up, "took over" or "resumed" after a standby time.
+ */
+static int
+persist_load(struct persist *p, const char *how)
 {
 	static const struct store_loader loader = {
 		persist_load_sem, persist_load_grant
 	};
-	struct persist	*p = arg;
-	struct timeval	 retry = { PERSIST_RETRY_LOAD_S, 0 };
 	uint64_t	 t0 = timers_now_ms(), tokens;
 	char		 err[200];
 
-	(void)fd;
-	(void)what;
-	if (store_load(p->store, &loader, p, TOKEN_BLOCK, &tokens, err,
+	p->load_sems = p->load_grants = p->load_unowned = 0;
+	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, &tokens, err,
 	    sizeof(err)) != 0) {
-		log_warnx("redis %s: cannot load: %s; retrying in %d s",
-		    store_address(p->store), err, PERSIST_RETRY_LOAD_S);
+		log_warnx("redis %s: cannot load: %s; retrying in %d ms",
+		    p->ops->address(p->store), err, PERSIST_RETRY_LOAD_MS);
 		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
-		evtimer_add(p->load_ev, &retry);
-		return;
+		engine_clear(p->engine);
+		return (-1);
 	}
 	engine_raise_token_floor(p->engine, tokens);
 	p->tokens_acked = p->tokens_sent = tokens + TOKEN_BLOCK;
-	log_info("loaded %u semaphores, %u grants (%u unowned) in %llu ms "
-	    "from redis %s", p->load_sems, p->load_grants, p->load_unowned,
-	    (unsigned long long)(timers_now_ms() - t0),
-	    store_address(p->store));
+	log_info("%s %s with epoch %llu: loaded %u semaphores, %u grants "
+	    "(%u unowned) in %llu ms", how,
+	    p->ops->dataset(p->store), (unsigned long long)p->epoch,
+	    p->load_sems, p->load_grants, p->load_unowned,
+	    (unsigned long long)(timers_now_ms() - t0));
 	p->last_error[0] = '\0';
+	p->role = ROLE_OWNER;
 	p->state = PST_DOWN;
-	p->loaded(p->arg);
-	store_connect(p->store);
+	p->hooks->loaded(p->arg);
+	p->ops->connect(p->store);
+	return (0);
+}
+
+/* Someone else owns the data set: wait as a standby, or exit. */
+static void
+persist_not_owner(struct persist *p, const struct store_owner *own)
+{
+	const char	*dataset = p->ops->dataset(p->store);
+
+	if (own->superseded)
+		fatalx("%s was taken over (epoch %llu) since this daemon lost "
+		    "it; exiting (standby no)", dataset,
+		    (unsigned long long)own->epoch);
+	if (!p->cfg->standby)
+		fatalx("%s is owned by %s (epoch %llu); exiting: a second "
+		    "owner could over-grant (set \"standby yes\" to wait as "
+		    "its standby)", dataset, own->addr,
+		    (unsigned long long)own->epoch);
+	p->epoch = own->epoch;
+	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", own->addr);
+	p->role = ROLE_STANDBY;
+	if (!p->listening) {
+		p->listening = 1;
+		p->hooks->standby(p->arg);
+	}
+	persist_claim_in(p, persist_poll_ms(p));
+}
+
+/* claim_ev: claim the data set; load it when it is ours. */
+static void
+persist_claim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct persist		*p = arg;
+	struct store_owner	 own;
+	char			 err[256];
+	const char		*how;
+
+	(void)fd;
+	(void)what;
+	if (p->ops->claim(p->store, p->advertise, p->held_epoch,
+	    !p->cfg->standby && p->held_epoch != 0, &own, err,
+	    sizeof(err)) != 0) {
+		if (strcmp(p->last_error, err) != 0)
+			log_warnx("redis %s: %s; retrying every %llu ms",
+			    p->ops->address(p->store), err,
+			    (unsigned long long)(p->role == ROLE_STANDBY ?
+			    persist_poll_ms(p) : PERSIST_RETRY_LOAD_MS));
+		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
+		persist_claim_in(p, p->role == ROLE_STANDBY ?
+		    persist_poll_ms(p) : PERSIST_RETRY_LOAD_MS);
+		return;
+	}
+	if (!own.ours) {
+		persist_not_owner(p, &own);
+		return;
+	}
+	how = !p->listening ? "owner of" : own.epoch == p->held_epoch ?
+	    "resumed" : "took over";
+	p->epoch = own.epoch;
+	p->held_epoch = own.epoch;
+	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", p->advertise);
+	persist_extend(p, own.sent_ms);
+	if (persist_load(p, how) != 0)
+		persist_claim_in(p, PERSIST_RETRY_LOAD_MS);
 }
 
 void
-persist_start(struct persist *p, void (*loaded)(void *),
-    void (*ready)(void *), void *arg)
+persist_start(struct persist *p, const struct persist_hooks *hooks,
+    void *arg)
 {
-	struct timeval	now = { 0, 0 };
-
-	p->loaded = loaded;
-	p->ready = ready;
+	p->hooks = hooks;
 	p->arg = arg;
 	if (p->state == PST_OFF) {
-		loaded(arg);
-		p->ready_called = 1;
-		ready(arg);
+		hooks->loaded(arg);
+		p->listening = 1;
+		hooks->ready(arg);
 		return;
 	}
 	/* Grants wait for the store: nothing is served before ready(). */
 	if (p->cfg->persistence == PERSIST_SYNC)
 		engine_hold_grants(p->engine, 1);
-	evtimer_add(p->load_ev, &now);
+	persist_claim_in(p, 0);
+}
+
+void
+persist_set_advertise(struct persist *p, const char *addr)
+{
+	snprintf(p->advertise, sizeof(p->advertise), "%s", addr);
+	if (p->role == ROLE_OWNER)
+		snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", addr);
+	if (p->store != NULL)
+		p->ops->advertise(p->store, addr);
 }
 
 struct persist *
 persist_new(struct config *cfg, struct event_base *base, struct engine *e,
-    persist_answer_fn answer, void *ctx)
+    const struct store_ops *ops, persist_answer_fn answer, void *ctx)
 {
 	static const struct store_events events = {
-		persist_ready, persist_batch_done, persist_lost,
-		persist_heartbeat
+		.ready = persist_ready,
+		.batch_done = persist_batch_done,
+		.lost = persist_lost,
+		.heartbeat = persist_heartbeat,
+		.renewed = persist_renewed,
+		.fenced = persist_fenced,
+		.repaired = persist_repaired,
 	};
 	struct persist	*p = xcalloc(1, sizeof(*p));
 
 	p->cfg = cfg;
 	p->base = base;
 	p->engine = e;
+	p->ops = ops;
 	p->answer = answer;
 	p->ctx = ctx;
 	p->state = PST_OFF;
 	p->role = ROLE_SINGLE;
 	snprintf(p->owner_addr, sizeof(p->owner_addr), "-");
+	snprintf(p->advertise, sizeof(p->advertise), "-");
 	if (cfg->persistence == PERSIST_NONE)
 		return (p);
-	p->role = ROLE_OWNER;
+	/* Not serving until the claim says whose the data set is. */
+	p->role = ROLE_STANDBY;
 	p->state = PST_LOADING;
-	p->store = store_new(cfg, base, &events, p);
+	p->store = ops->create(cfg, base, &events, p);
 	p->flush_ev = event_new(base, -1, 0, persist_flush_cb, p);
-	p->load_ev = evtimer_new(base, persist_load_cb, p);
-	if (p->flush_ev == NULL || p->load_ev == NULL)
+	p->claim_ev = evtimer_new(base, persist_claim_cb, p);
+	p->owner_ev = evtimer_new(base, persist_owner_cb, p);
+	if (p->flush_ev == NULL || p->claim_ev == NULL || p->owner_ev == NULL)
 		fatalx("cannot set up persistence events");
 	return (p);
 }
@@ -646,29 +884,28 @@ persist_free(struct persist *p)
 {
 	struct batch	b = { NULL, 0, 0 };
 
-	if (p->store != NULL && p->state != PST_LOADING) {
+	if (p->store != NULL && p->role == ROLE_OWNER &&
+	    p->state != PST_LOADING) {
 		/* Last words: what the event loop had no turn left to send. */
 		dirty_merge_flight(p);
 		if (p->resync)
 			batch_full(p, &b);
 		else if (persist_backlog(p) > 0)
 			batch_from_dirty(p, &b);
-		if (b.n > 0 && store_write_blocking(p->store, b.ch, b.n) == 0)
+		if (b.n > 0 && p->ops->write_blocking(p->store, b.ch, b.n) == 0)
 			log_info("redis %s: %zu final changes written",
-			    store_address(p->store), b.n);
+			    p->ops->address(p->store), b.n);
 		free(b.ch);
 	}
-	dirty_clear(&p->dirty_sems, &p->dirty_grants);
-	dirty_clear(&p->flight_sems, &p->flight_grants);
-	persist_free_stale(p);
-	await_free_list(&p->awaits);
-	await_free_list(&p->flight_awaits);
+	persist_drop_pending(p);
 	if (p->store != NULL)
-		store_free(p->store);
+		p->ops->destroy(p->store);
 	if (p->flush_ev != NULL)
 		event_free(p->flush_ev);
-	if (p->load_ev != NULL)
-		event_free(p->load_ev);
+	if (p->claim_ev != NULL)
+		event_free(p->claim_ev);
+	if (p->owner_ev != NULL)
+		event_free(p->owner_ev);
 	free(p);
 }
 
@@ -684,7 +921,8 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	st->role = role_names[p->role];
 	st->epoch = p->epoch;
 	st->owner = p->owner_addr;
-	st->state = state_names[p->state];
+	st->state = p->role == ROLE_STANDBY ? "standby" :
+	    state_names[p->state];
 	st->mode = config_persist_mode_name((enum persist_mode)
 	    p->cfg->persistence);
 	st->backlog = persist_backlog(p);
@@ -692,5 +930,6 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	st->batches = p->batches;
 	st->failures = p->failures;
 	st->last_error = p->last_error;
-	st->durability = p->store != NULL ? store_durability(p->store) : "-";
+	st->durability = p->store != NULL ? p->ops->durability(p->store) :
+	    "-";
 }

@@ -10,6 +10,10 @@
  * is undone and answered ERR UNAVAILABLE, and while the store is down the
  * engine holds every grant.
  *
+ * With persistence on, persist also keeps this daemon's ownership of the
+ * data set (README "Ownership and standby"): it claims it before loading,
+ * takes over as a standby, and gives it up at once when it cannot prove it.
+ *
  * persist knows neither sockets nor Redis: replies go out through the
  * answer callback, keyed by connection id, and writes through store.h.
  */
@@ -59,8 +63,27 @@ struct persist_stats {
 	const char	*durability;	/* store_durability(), or "-" */
 };
 
+/* What the server does when the role changes; arg is persist_start's. */
+struct persist_hooks {
+	/* The state is loaded (the config file's semaphores go in now). */
+	void	(*loaded)(void *arg);
+	/* Serving as owner (or single): listen, if not yet. */
+	void	(*ready)(void *arg);
+	/* Another daemon owns the data set: listen as a standby. */
+	void	(*standby)(void *arg);
+	/*
+	 * Ownership is lost: close every client connection now, then clear
+	 * the engine (engine_clear); grants are held already.
+	 */
+	void	(*lost)(void *arg);
+};
+
+struct store_ops;
+
+/* Persistence on ops's store (store_redis_ops; a fake in the tests). */
 struct persist	*persist_new(struct config *cfg, struct event_base *base,
-		    struct engine *e, persist_answer_fn answer, void *ctx);
+		    struct engine *e, const struct store_ops *ops,
+		    persist_answer_fn answer, void *ctx);
 /*
  * Write what is still pending (blocking, bounded by redis-timeout) and
  * free everything. Call before the connections are torn down: from here on
@@ -70,13 +93,18 @@ struct persist	*persist_new(struct config *cfg, struct event_base *base,
 void		 persist_free(struct persist *p);
 
 /*
- * Start: load the store into the engine (retrying every second while it
- * cannot be reached), call loaded(arg) (config semaphores go in then), open
- * the asynchronous connection, and call ready(arg) once it is up: only
- * then should the server listen. With persistence none, both run at once.
+ * Start: claim the data set (retrying every second while the store cannot
+ * be reached), then either load it into the engine, call hooks->loaded,
+ * open the asynchronous connection and call hooks->ready once it is up
+ * (only then should the server listen); or, when another daemon owns it,
+ * call hooks->standby (or exit with standby no) and claim again every
+ * poll until it is ours. With persistence none, loaded and ready run at
+ * once.
  */
-void		 persist_start(struct persist *p, void (*loaded)(void *),
-		    void (*ready)(void *), void *arg);
+void		 persist_start(struct persist *p,
+		    const struct persist_hooks *hooks, void *arg);
+/* The address clients should use, once the port is known (advertise). */
+void		 persist_set_advertise(struct persist *p, const char *addr);
 
 /* The engine observer's share (server.c chains it before the replies). */
 void		 persist_observe(struct persist *p,

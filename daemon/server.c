@@ -23,6 +23,7 @@
 #include "log.h"
 #include "persist.h"
 #include "server.h"
+#include "store.h"
 #include "timers.h"
 
 /* File descriptors kept for listeners, logs and the like. */
@@ -233,15 +234,20 @@ server_loaded_cb(void *arg)
 	}
 }
 
-/* Persistence is ready: open the listeners. */
+/*
+ * Open the listeners, once, and tell persistence the address clients
+ * should use (advertise, else the first bind address and its port).
+ */
 static void
-server_ready_cb(void *arg)
+server_listen(struct server *srv)
 {
-	struct server	*srv = arg;
 	struct config	*cfg = srv->cfg;
 	int		 port = (int)cfg->port;
+	char		 addr[128];
 	size_t		 i;
 
+	if (srv->nlisteners > 0)
+		return;
 	for (i = 0; i < cfg->nbind; i++)
 		server_listen_tcp(srv, cfg->bind[i], &port);
 	if (cfg->unixsocket != NULL)
@@ -249,12 +255,59 @@ server_ready_cb(void *arg)
 		    (mode_t)cfg->unixsocketperm);
 	if (srv->nlisteners == 0)
 		fatalx("nothing to listen on: set bind or unixsocket");
+	if (cfg->advertise != NULL)
+		persist_set_advertise(srv->persist, cfg->advertise);
+	else if (cfg->nbind > 0) {
+		server_format_addr(addr, sizeof(addr), cfg->bind[0], port);
+		persist_set_advertise(srv->persist, addr);
+	}
+}
+
+/* Persistence is ready: serve. */
+static void
+server_ready_cb(void *arg)
+{
+	server_listen(arg);
 	log_info("ready to accept connections");
+}
+
+/* Another daemon owns the data: listen, answering ERR STANDBY. */
+static void
+server_standby_cb(void *arg)
+{
+	struct server		*srv = arg;
+	struct persist_stats	 ps;
+
+	server_listen(srv);
+	persist_get_stats(srv->persist, &ps);
+	log_info("ready to accept connections as a standby (owner %s, epoch "
+	    "%llu)", ps.owner, (unsigned long long)ps.epoch);
+}
+
+/*
+ * Ownership is lost: no client may go on believing it holds a permit that
+ * another daemon could grant again, so every connection goes now.
+ */
+static void
+server_lost_cb(void *arg)
+{
+	struct server	*srv = arg;
+	struct conn	*c, *tmp;
+
+	HASH_ITER(hh, srv->conns, c, tmp)
+		conn_free(c);
+	engine_clear(srv->engine);
 }
 
 void
 server_init(struct server *srv, struct config *cfg, struct event_base *base)
 {
+	static const struct persist_hooks hooks = {
+		.loaded = server_loaded_cb,
+		.ready = server_ready_cb,
+		.standby = server_standby_cb,
+		.lost = server_lost_cb,
+	};
 	struct engine_clock	 clock;
 
 	memset(srv, 0, sizeof(*srv));
@@ -264,12 +317,13 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 	srv->timers = timers_new(base, &clock);
 	srv->engine = engine_new(&clock, server_engine_event, srv,
 	    (uint32_t)cfg->max_semaphores);
-	srv->persist = persist_new(cfg, base, srv->engine, cmd_persisted, srv);
+	srv->persist = persist_new(cfg, base, srv->engine, &store_redis_ops,
+	    cmd_persisted, srv);
 	srv->accept_resume = evtimer_new(base, server_accept_resume_cb, srv);
 	if (srv->accept_resume == NULL)
 		fatalx("evtimer_new");
 	server_clip_maxclients(cfg);
-	persist_start(srv->persist, server_loaded_cb, server_ready_cb, srv);
+	persist_start(srv->persist, &hooks, srv);
 }
 
 void

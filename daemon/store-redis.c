@@ -9,6 +9,12 @@
  *   P {NAME}:sem      hash    capacity
  *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D"
  *                             (D: Unix ms when a lease ends; 0 for conn)
+ *   P owner           string  "EPOCH ID ADDR", expires owner-lease after
+ *                             the owner's last renewal
+ *   P epoch           string  the last epoch handed out
+ *
+ * Every write is one fenced script (store-scripts.h): the ownership check,
+ * its renewal and the batch's commands, atomically.
  *
  * Lifecycle of the asynchronous connection:
  *
@@ -36,11 +42,15 @@
 #include "log.h"
 #include "proto.h"
 #include "store.h"
+#include "store-scripts.h"
+#include "timers.h"
 
 #define STORE_KEY_MAX		(PROTO_NAME_MAX + 256)
-#define STORE_HEARTBEAT_MS	1000
+#define STORE_HEARTBEAT_MS	1000	/* at most; owner-lease / 3 if less */
 #define STORE_BACKOFF_MIN_MS	100
 #define STORE_BACKOFF_MAX_MS	2000
+/* A failure that keeps recurring is logged again at most this often. */
+#define STORE_REPEAT_LOG_MS	60000
 /* A batch may take redis-timeout, plus this per change, to be answered. */
 #define STORE_CHANGES_PER_MS	50
 
@@ -52,8 +62,17 @@ enum store_step {
 	STEP_APPENDFSYNC,
 	STEP_TOKENS,
 	STEP_SEMS,
+	STEP_LOAD_WRITE,
+	STEP_LOAD_RENEW,
 	STEP_EXEC,
 	STEP_HEARTBEAT
+};
+
+/* The words of one script call, built for a batch. */
+struct store_argv {
+	char		**argv;
+	size_t		 *lens;
+	size_t		  n, cap;
 };
 
 struct store {
@@ -69,11 +88,25 @@ struct store {
 	struct event		*deadline_ev;	/* the request in flight */
 	struct event		*retry_ev;	/* the next connect */
 	struct event		*heartbeat_ev;
-	unsigned		 backoff_ms;
+	unsigned		 backoff_ms;	/* reset by a fenced success only */
+	uint64_t		 sent_ms;	/* when the request in flight went */
+	int			 ever_connected;
+
+	char			 id[24];	/* this process, in the owner key */
+	char			 advertise[STORE_ADDR_MAX];
+	char			 fence[64];	/* "EPOCH ID " once claimed */
+	uint64_t		 epoch;		/* 0: not the owner */
+	char			 write_sha[48];	/* SCRIPT LOAD answers */
+	char			 renew_sha[48];
+
+	char			 last_why[256];	/* the failure seen last */
+	uint64_t		 repeats;	/* ...seen again since logged */
+	uint64_t		 logged_ms;
 
 	char			 host[256];	/* or the unix socket path */
 	int			 port;		/* 0: unix socket */
 	char			 address[300];
+	char			 dataset[400];
 	char			 appendonly[16];
 	char			 appendfsync[16];
 	char			 durability[40];
@@ -173,6 +206,159 @@ store_encode(struct store *st, const struct store_change *ch,
 		    (const char *[]){ "SET", key, num });
 		break;
 	}
+}
+
+/* --- fenced script calls --- */
+
+static void
+store_argv_push(struct store_argv *a, const char *w, size_t len)
+{
+	if (a->n == a->cap) {
+		a->cap = a->cap == 0 ? 64 : a->cap * 2;
+		a->argv = realloc(a->argv, a->cap * sizeof(*a->argv));
+		a->lens = realloc(a->lens, a->cap * sizeof(*a->lens));
+		if (a->argv == NULL || a->lens == NULL)
+			abort();
+	}
+	a->argv[a->n] = xcalloc(1, len + 1);
+	memcpy(a->argv[a->n], w, len);
+	a->argv[a->n][len] = '\0';
+	a->lens[a->n++] = len;
+}
+
+static void
+store_argv_pushs(struct store_argv *a, const char *w)
+{
+	store_argv_push(a, w, strlen(w));
+}
+
+static void
+store_argv_free(struct store_argv *a)
+{
+	size_t	i;
+
+	for (i = 0; i < a->n; i++)
+		free(a->argv[i]);
+	free(a->argv);
+	free(a->lens);
+	memset(a, 0, sizeof(*a));
+}
+
+/* store_emit_fn: one command as its word count, then its words. */
+static void
+store_emit_argv(void *arg, int argc, const char **argv, const size_t *lens)
+{
+	struct store_argv	*a = arg;
+	char			 num[8];
+	int			 i;
+
+	snprintf(num, sizeof(num), "%d", argc);
+	store_argv_pushs(a, num);
+	for (i = 0; i < argc; i++)
+		store_argv_push(a, argv[i], lens[i]);
+}
+
+/* The owner key's value: "EPOCH ID ADDR". */
+static void
+store_owner_value(struct store *st, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", st->fence, st->advertise);
+}
+
+/*
+ * The words of a fenced script call: verb ("EVAL" or "EVALSHA") and
+ * script (its text or SHA1), then the fence, then extra (NULL-terminated
+ * further KEYS, counted in nkeys beyond the owner key).
+ */
+static void
+store_fenced_call(struct store *st, struct store_argv *a, const char *verb,
+    const char *script, const char *extra_key)
+{
+	char	key[STORE_KEY_MAX], num[24], value[sizeof(st->fence) +
+		    STORE_ADDR_MAX];
+
+	store_argv_pushs(a, verb);
+	store_argv_pushs(a, script);
+	store_argv_pushs(a, extra_key != NULL ? "2" : "1");
+	store_key(st, key, NULL, 0, "owner");
+	store_argv_pushs(a, key);
+	if (extra_key != NULL)
+		store_argv_pushs(a, extra_key);
+	store_argv_pushs(a, st->fence);
+	store_owner_value(st, value, sizeof(value));
+	store_argv_pushs(a, value);
+	snprintf(num, sizeof(num), "%lld", (long long)st->cfg->owner_lease_ms);
+	store_argv_pushs(a, num);
+}
+
+/* A write of n changes as one fenced script call. */
+static void
+store_batch_argv(struct store *st, struct store_argv *a, const char *verb,
+    const char *script, const struct store_change *ch, size_t n)
+{
+	size_t	i;
+
+	store_fenced_call(st, a, verb, script, NULL);
+	for (i = 0; i < n; i++)
+		store_encode(st, &ch[i], store_emit_argv, a);
+}
+
+/* 1 when an error reply is the fence refusing us; *owner then points in. */
+static int
+store_is_fenced(const redisReply *r, const char **owner)
+{
+	static const char	tag[] = "SEMDFENCED ";
+	const char		*p;
+
+	if (r == NULL || r->type != REDIS_REPLY_ERROR)
+		return (0);
+	/* Redis may put its own words before a script's error text. */
+	if ((p = strstr(r->str, tag)) == NULL)
+		return (0);
+	*owner = p + sizeof(tag) - 1;
+	return (1);
+}
+
+/* A write script's answer: the keys it repaired (an array), else error. */
+static int
+store_write_ok(const redisReply *r, char *why, size_t len)
+{
+	if (r == NULL) {
+		snprintf(why, len, "connection lost");
+		return (0);
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, len, "write: %s", r->str);
+		return (0);
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(why, len, "write: unexpected reply");
+		return (0);
+	}
+	return (1);
+}
+
+/* Log the keys a write replaced; returns them as an array for events. */
+static void
+store_report_repaired(struct store *st, const redisReply *r)
+{
+	char	**keys;
+	size_t	  i, n = 0;
+
+	if (r->elements == 0)
+		return;
+	keys = xcalloc(r->elements + 1, sizeof(*keys));
+	for (i = 0; i < r->elements; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			continue;
+		keys[n++] = r->element[i]->str;
+		log_warnx("redis %s: key %s had the wrong type for semd; "
+		    "replaced it (the keys under prefix '%s' are semd's own)",
+		    st->address, r->element[i]->str, st->cfg->redis_prefix);
+	}
+	if (n > 0 && st->ev.repaired != NULL)
+		st->ev.repaired(st->ctx, keys, n);
+	free(keys);
 }
 
 /* "n=N kind=K deadline_ms=D" into its parts; -1 when malformed. */
@@ -279,12 +465,6 @@ store_get_reply(redisContext *c, char *err, size_t errlen)
 	return (r);
 }
 
-static void
-store_emit_blocking(void *arg, int argc, const char **argv, const size_t *lens)
-{
-	redisAppendCommandArgv(arg, argc, argv, lens);
-}
-
 /* Load one semaphore's two replies: its capacity and its grants. */
 static void
 store_load_sem(const struct store_loader *ld, void *ctx,
@@ -330,7 +510,37 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 	}
 }
 
-int
+/*
+ * Run one fenced write of n changes on the blocking connection c. Returns
+ * 0, or -1 with a message in err (the fence's refusal included).
+ */
+static int
+store_run_blocking(struct store *st, redisContext *c,
+    const struct store_change *ch, size_t n, char *err, size_t errlen)
+{
+	struct store_argv	 a = { NULL, NULL, 0, 0 };
+	redisReply		*r;
+	const char		*owner;
+	int			 rc = 0;
+
+	store_batch_argv(st, &a, "EVAL", STORE_LUA_WRITE, ch, n);
+	r = redisCommandArgv(c, (int)a.n, (const char **)a.argv, a.lens);
+	store_argv_free(&a);
+	if (store_is_fenced(r, &owner)) {
+		snprintf(err, errlen, "not the owner any more (owner key: %s)",
+		    owner);
+		rc = -1;
+	} else if (!store_write_ok(r, err, errlen)) {
+		if (r == NULL)
+			snprintf(err, errlen, "%s", c->errstr);
+		rc = -1;
+	} else
+		store_report_repaired(st, r);
+	freeReplyObject(r);
+	return (rc);
+}
+
+static int
 store_load(struct store *st, const struct store_loader *ld, void *ctx,
     uint64_t reserve, uint64_t *tokens, char *err, size_t errlen)
 {
@@ -380,16 +590,11 @@ store_load(struct store *st, const struct store_loader *ld, void *ctx,
 		freeReplyObject(cap);
 		freeReplyObject(grants);
 	}
-	/* Reserve the first block before any token is issued. */
-	freeReplyObject(r);
-	store_key(st, key, NULL, 0, "tokens");
-	r = redisCommand(c, "SET %s %llu", key,
-	    (unsigned long long)(bound + reserve));
-	if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-		snprintf(err, errlen, "SET %s: %s", key, r == NULL ?
-		    c->errstr : r->str);
+	/* Reserve the first block before any token is issued (fenced). */
+	if (store_run_blocking(st, c, &(struct store_change){
+	    .type = STORE_TOKENS, .token = bound + reserve }, 1, err,
+	    errlen) != 0)
 		goto out;
-	}
 	*tokens = bound;
 	rc = 0;
 out:
@@ -399,42 +604,98 @@ out:
 	return (rc);
 }
 
-int
+static int
 store_write_blocking(struct store *st, const struct store_change *ch,
     size_t n)
 {
 	char		 err[256];
 	redisContext	*c;
-	redisReply	*r;
-	size_t		 i;
-	int		 rc = 0;
+	int		 rc;
 
 	if ((c = store_connect_blocking(st, err, sizeof(err))) == NULL) {
 		log_warnx("redis %s: final write: %s", st->address, err);
 		return (-1);
 	}
-	redisAppendCommand(c, "MULTI");
-	for (i = 0; i < n; i++)
-		store_encode(st, &ch[i], store_emit_blocking, c);
-	redisAppendCommand(c, "EXEC");
-	for (i = 0; rc == 0; i++) {
-		if ((r = store_get_reply(c, err, sizeof(err))) == NULL) {
-			log_warnx("redis %s: final write: %s", st->address,
-			    err);
-			rc = -1;
-			break;
-		}
-		if (r->type == REDIS_REPLY_ERROR)
-			rc = -1;
-		/* MULTI, the QUEUED replies, then EXEC's array. */
-		if (r->type == REDIS_REPLY_ARRAY || r->type == REDIS_REPLY_NIL) {
-			freeReplyObject(r);
-			break;
-		}
-		freeReplyObject(r);
-	}
+	if ((rc = store_run_blocking(st, c, ch, n, err, sizeof(err))) != 0)
+		log_warnx("redis %s: final write: %s", st->address, err);
 	redisFree(c);
 	return (rc);
+}
+
+/* Parse the owner key's value "EPOCH ID ADDR" for the log and ROLE. */
+static void
+store_parse_owner(const char *value, size_t len, struct store_owner *out)
+{
+	struct proto_word	w;
+	size_t			pos = 0;
+	uint64_t		epoch = 0;
+
+	snprintf(out->addr, sizeof(out->addr), "-");
+	if (proto_next_word(value, len, &pos, &w) &&
+	    proto_parse_u64(w.p, w.len, UINT64_MAX, &epoch) == 0)
+		out->epoch = epoch;
+	if (proto_next_word(value, len, &pos, &w) &&
+	    proto_next_word(value, len, &pos, &w))
+		snprintf(out->addr, sizeof(out->addr), "%.*s", (int)w.len,
+		    w.p);
+}
+
+static int
+store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
+    int resume_only, struct store_owner *out, char *err, size_t errlen)
+{
+	char		 okey[STORE_KEY_MAX], ekey[STORE_KEY_MAX], num[24],
+			 lease[24];
+	redisContext	*c;
+	redisReply	*r;
+	long long	 status;
+	int		 rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
+	if ((c = store_connect_blocking(st, err, errlen)) == NULL)
+		return (-1);
+	store_key(st, okey, NULL, 0, "owner");
+	store_key(st, ekey, NULL, 0, "epoch");
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)resume_epoch);
+	snprintf(lease, sizeof(lease), "%lld",
+	    (long long)st->cfg->owner_lease_ms);
+	out->sent_ms = timers_now_ms();
+	r = redisCommand(c, "EVAL %s 2 %s %s %s %s %s %s %s", STORE_LUA_CLAIM,
+	    okey, ekey, st->id, addr, num, resume_only ? "1" : "0", lease);
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[1]->type != REDIS_REPLY_STRING ||
+	    r->element[2]->type != REDIS_REPLY_INTEGER) {
+		snprintf(err, errlen, "claiming %s (and %s): %s", okey, ekey,
+		    r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ?
+		    r->str : "unexpected reply");
+		goto out;
+	}
+	status = r->element[0]->integer;
+	out->epoch = (uint64_t)r->element[2]->integer;
+	if (status == 1) {
+		out->ours = 1;
+		st->epoch = out->epoch;
+		snprintf(st->fence, sizeof(st->fence), "%llu %s ",
+		    (unsigned long long)st->epoch, st->id);
+		snprintf(out->addr, sizeof(out->addr), "%s", addr);
+	} else if (status == 2) {
+		out->superseded = 1;
+		snprintf(out->addr, sizeof(out->addr), "-");
+	} else
+		store_parse_owner(r->element[1]->str, r->element[1]->len, out);
+	rc = 0;
+out:
+	freeReplyObject(r);
+	redisFree(c);
+	return (rc);
+}
+
+static void
+store_advertise(struct store *st, const char *addr)
+{
+	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
 }
 
 /* --- the asynchronous connection --- */
@@ -497,33 +758,6 @@ store_config_value(const redisReply *r, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-/* EXEC's answer: every queued command must have succeeded. */
-static int
-store_exec_ok(const redisReply *r, char *why, size_t len)
-{
-	size_t	i;
-
-	if (r == NULL) {
-		snprintf(why, len, "connection lost");
-		return (0);
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		snprintf(why, len, "EXEC: %s", r->str);
-		return (0);
-	}
-	if (r->type != REDIS_REPLY_ARRAY) {
-		snprintf(why, len, "EXEC: transaction aborted");
-		return (0);
-	}
-	for (i = 0; i < r->elements; i++) {
-		if (r->element[i]->type == REDIS_REPLY_ERROR) {
-			snprintf(why, len, "in EXEC: %s", r->element[i]->str);
-			return (0);
-		}
-	}
-	return (1);
-}
-
 static void
 store_handshake_done(struct store *st, const redisReply *r)
 {
@@ -537,11 +771,68 @@ store_handshake_done(struct store *st, const redisReply *r)
 	}
 	evtimer_del(st->deadline_ev);
 	st->ready = 1;
-	st->backoff_ms = 0;
 	store_update_durability(st);
-	log_info("redis %s: connected", st->address);
+	/* After a failure, "back" is said once a write goes through. */
+	if (!st->ever_connected)
+		log_info("redis %s: connected", st->address);
+	st->ever_connected = 1;
 	st->ev.ready(st->ctx, st->hs_tokens, names, n);
 	free(names);
+}
+
+/* A fenced request was acknowledged: the store is healthy again. */
+static void
+store_succeeded(struct store *st)
+{
+	evtimer_del(st->deadline_ev);
+	st->busy = 0;
+	st->backoff_ms = 0;
+	if (st->last_why[0] != '\0') {
+		log_info("redis %s: back: writes go through again (after "
+		    "'%s', seen %llu more times)", st->address, st->last_why,
+		    (unsigned long long)st->repeats);
+		st->last_why[0] = '\0';
+		st->repeats = 0;
+	}
+	st->ev.renewed(st->ctx, st->sent_ms);
+}
+
+/* The fence refused us: drop the connection for good and say so. */
+static void
+store_deposed(struct store *st, const char *owner)
+{
+	redisAsyncContext	*ac = st->ac;
+	enum store_step		 busy = st->busy;
+	char			 who[STORE_ADDR_MAX + 64];
+
+	snprintf(who, sizeof(who), "%s", owner);
+	st->ac = NULL;
+	st->ready = 0;
+	st->busy = 0;
+	st->epoch = 0;
+	evtimer_del(st->deadline_ev);
+	redisAsyncFree(ac);
+	if (busy == STEP_EXEC)
+		st->ev.batch_done(st->ctx, 0);
+	st->ev.fenced(st->ctx, who);
+}
+
+/* The token bound of a GET or a renewal; "wrongtype" counts as 0. */
+static int
+store_tokens_reply(struct store *st, const redisReply *r, uint64_t *v)
+{
+	if (r->type == REDIS_REPLY_ERROR &&
+	    strstr(r->str, "WRONGTYPE") != NULL) {
+		*v = 0;
+	} else if (r->type == REDIS_REPLY_STATUS ||
+	    (r->type == REDIS_REPLY_STRING && strcmp(r->str, "wrongtype") ==
+	    0)) {
+		*v = 0;
+	} else
+		return (store_reply_u64(r, v));
+	log_warnx("redis %s: key %stokens has the wrong type; semd will "
+	    "rewrite its keys", st->address, st->cfg->redis_prefix);
+	return (0);
 }
 
 static void
@@ -550,6 +841,7 @@ store_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 	struct store		*st = ac->data;
 	const redisReply	*r = reply;
 	enum store_step		 step = (enum store_step)(intptr_t)privdata;
+	const char		*owner;
 	char			 why[256];
 	uint64_t		 v;
 
@@ -575,24 +867,40 @@ store_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 	case STEP_APPENDFSYNC:
 		store_config_value(r, st->appendfsync, sizeof(st->appendfsync));
 		break;
+	case STEP_LOAD_WRITE:
+	case STEP_LOAD_RENEW:
+		if (r->type != REDIS_REPLY_STRING) {
+			snprintf(why, sizeof(why), "SCRIPT LOAD: %s",
+			    r->type == REDIS_REPLY_ERROR ? r->str :
+			    "unexpected reply");
+			store_fail(st, why, 1);
+			break;
+		}
+		snprintf(step == STEP_LOAD_WRITE ? st->write_sha :
+		    st->renew_sha, sizeof(st->write_sha), "%s", r->str);
+		break;
 	case STEP_TOKENS:
-	case STEP_HEARTBEAT:
-		if (store_reply_u64(r, &v) != 0) {
+		if (store_tokens_reply(st, r, &v) != 0) {
 			snprintf(why, sizeof(why), "GET %stokens: %s",
 			    st->cfg->redis_prefix, r->type == REDIS_REPLY_ERROR ?
 			    r->str : "not a number");
 			store_fail(st, why, 1);
 			break;
 		}
-		if (step == STEP_TOKENS) {
-			st->hs_tokens = v;
-			break;
-		}
-		evtimer_del(st->deadline_ev);
-		st->busy = 0;
-		st->ev.heartbeat(st->ctx, v);
+		st->hs_tokens = v;
 		break;
 	case STEP_SEMS:
+		if (r->type == REDIS_REPLY_ERROR &&
+		    strstr(r->str, "WRONGTYPE") != NULL) {
+			/* A rewrite replaces it: report no names, bound 0. */
+			log_warnx("redis %s: key %ssems has the wrong type; "
+			    "semd will rewrite its keys", st->address,
+			    st->cfg->redis_prefix);
+			st->hs_tokens = 0;
+			store_handshake_done(st, &(redisReply){
+			    .type = REDIS_REPLY_ARRAY });
+			break;
+		}
 		if (r->type != REDIS_REPLY_ARRAY) {
 			snprintf(why, sizeof(why), "SMEMBERS %ssems: %s",
 			    st->cfg->redis_prefix, r->type == REDIS_REPLY_ERROR ?
@@ -603,13 +911,33 @@ store_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 		store_handshake_done(st, r);
 		break;
 	case STEP_EXEC:
-		if (!store_exec_ok(r, why, sizeof(why))) {
+		if (store_is_fenced(r, &owner)) {
+			store_deposed(st, owner);
+			break;
+		}
+		if (!store_write_ok(r, why, sizeof(why))) {
 			store_fail(st, why, 1);
 			break;
 		}
-		evtimer_del(st->deadline_ev);
-		st->busy = 0;
+		store_succeeded(st);
+		store_report_repaired(st, r);
 		st->ev.batch_done(st->ctx, 1);
+		break;
+	case STEP_HEARTBEAT:
+		if (store_is_fenced(r, &owner)) {
+			store_deposed(st, owner);
+			break;
+		}
+		if (r->type == REDIS_REPLY_ERROR ||
+		    store_tokens_reply(st, r, &v) != 0) {
+			snprintf(why, sizeof(why), "heartbeat: %s",
+			    r->type == REDIS_REPLY_ERROR ? r->str :
+			    "not a number");
+			store_fail(st, why, 1);
+			break;
+		}
+		store_succeeded(st);
+		st->ev.heartbeat(st->ctx, v);
 		break;
 	}
 }
@@ -623,6 +951,17 @@ store_command(struct store *st, enum store_step step, const char *fmt, ...)
 	redisvAsyncCommand(st->ac, store_reply_cb, (void *)(intptr_t)step, fmt,
 	    ap);
 	va_end(ap);
+}
+
+/* Send a fenced script call built in a; its answer comes as step. */
+static void
+store_send_argv(struct store *st, enum store_step step, struct store_argv *a)
+{
+	redisAsyncCommandArgv(st->ac, store_reply_cb, (void *)(intptr_t)step,
+	    (int)a->n, (const char **)a->argv, a->lens);
+	store_argv_free(a);
+	st->busy = step;
+	st->sent_ms = timers_now_ms();
 }
 
 /* Connected: authenticate, select, and read what ready() reports. */
@@ -639,6 +978,8 @@ store_handshake(struct store *st)
 		    (long long)st->cfg->redis_db);
 	store_command(st, STEP_APPENDONLY, "CONFIG GET appendonly");
 	store_command(st, STEP_APPENDFSYNC, "CONFIG GET appendfsync");
+	store_command(st, STEP_LOAD_WRITE, "SCRIPT LOAD %s", STORE_LUA_WRITE);
+	store_command(st, STEP_LOAD_RENEW, "SCRIPT LOAD %s", STORE_LUA_RENEW);
 	store_key(st, key, NULL, 0, "tokens");
 	store_command(st, STEP_TOKENS, "GET %s", key);
 	store_key(st, key, NULL, 0, "sems");
@@ -670,7 +1011,7 @@ store_disconnect_cb(const redisAsyncContext *ac, int status)
 	store_fail(st, status == REDIS_OK ? "disconnected" : ac->errstr, 0);
 }
 
-void
+static void
 store_connect(struct store *st)
 {
 	redisAsyncContext	*ac;
@@ -700,6 +1041,21 @@ store_connect(struct store *st)
 }
 
 static void
+store_disconnect(struct store *st)
+{
+	redisAsyncContext	*ac = st->ac;
+
+	st->ac = NULL;
+	st->ready = 0;
+	st->busy = 0;
+	st->epoch = 0;
+	evtimer_del(st->deadline_ev);
+	evtimer_del(st->retry_ev);
+	if (ac != NULL)
+		redisAsyncFree(ac);	/* our callbacks now ignore it */
+}
+
+static void
 store_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
@@ -707,25 +1063,58 @@ store_retry_cb(evutil_socket_t fd, short what, void *arg)
 	store_connect(arg);
 }
 
+/* The heartbeat renews the ownership and watches the token bound. */
 static void
 store_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct store	*st = arg;
-	char		 key[STORE_KEY_MAX];
+	struct store		*st = arg;
+	struct store_argv	 a = { NULL, NULL, 0, 0 };
+	char			 key[STORE_KEY_MAX];
 
 	(void)fd;
 	(void)what;
-	if (st->ac == NULL || !st->ready || st->busy != 0)
-		return;		/* a batch in flight is a heartbeat too */
-	st->busy = STEP_HEARTBEAT;
+	if (st->ac == NULL || !st->ready || st->busy != 0 || st->epoch == 0)
+		return;		/* a batch in flight renews too */
 	store_key(st, key, NULL, 0, "tokens");
-	store_command(st, STEP_HEARTBEAT, "GET %s", key);
+	store_fenced_call(st, &a, "EVALSHA", st->renew_sha, key);
+	store_send_argv(st, STEP_HEARTBEAT, &a);
 	store_arm_deadline(st, 0);
 }
 
 /*
+ * Say what is wrong once, then how often it recurs: a Redis that keeps
+ * refusing writes must not flood the log.
+ */
+static void
+store_log_failure(struct store *st, const char *why)
+{
+	uint64_t	now = timers_now_ms();
+
+	if (strcmp(st->last_why, why) != 0) {
+		if (st->repeats > 0)
+			log_warnx("redis %s: '%s' happened %llu more times",
+			    st->address, st->last_why,
+			    (unsigned long long)st->repeats);
+		snprintf(st->last_why, sizeof(st->last_why), "%s", why);
+		st->repeats = 0;
+		st->logged_ms = now;
+		log_warnx("redis %s: %s", st->address, why);
+		return;
+	}
+	st->repeats++;
+	if (now - st->logged_ms >= STORE_REPEAT_LOG_MS) {
+		log_warnx("redis %s: still failing: %s (%llu times in the last "
+		    "%llu s)", st->address, why, (unsigned long long)st->repeats,
+		    (unsigned long long)(now - st->logged_ms) / 1000);
+		st->repeats = 0;
+		st->logged_ms = now;
+	}
+}
+
+/*
  * The connection failed: drop it (unless hiredis is freeing it, !drop),
- * fail the batch in flight, report, and retry after a jittered backoff.
+ * fail the batch in flight, report, and retry after a jittered backoff
+ * that grows until a write succeeds again.
  */
 static void
 store_fail(struct store *st, const char *why, int drop)
@@ -744,6 +1133,7 @@ store_fail(struct store *st, const char *why, int drop)
 	evtimer_del(st->deadline_ev);
 	if (ac != NULL && drop)
 		redisAsyncFree(ac);	/* our callbacks now ignore it */
+	store_log_failure(st, reason);
 
 	st->backoff_ms = st->backoff_ms == 0 ? STORE_BACKOFF_MIN_MS :
 	    st->backoff_ms * 2;
@@ -761,45 +1151,47 @@ store_fail(struct store *st, const char *why, int drop)
 	st->ev.lost(st->ctx, reason);
 }
 
-void
+static void
 store_reconnect(struct store *st, const char *why)
 {
 	if (st->ac != NULL)
 		store_fail(st, why, 1);
 }
 
-int
+static int
 store_can_submit(struct store *st)
 {
-	return (st->ac != NULL && st->ready && st->busy == 0);
+	return (st->ac != NULL && st->ready && st->busy == 0 &&
+	    st->epoch != 0);
 }
 
 static void
-store_emit_async(void *arg, int argc, const char **argv, const size_t *lens)
-{
-	redisAsyncCommandArgv(arg, NULL, NULL, argc, argv, lens);
-}
-
-void
 store_submit(struct store *st, const struct store_change *ch, size_t n)
 {
-	size_t	i;
+	struct store_argv	a = { NULL, NULL, 0, 0 };
 
-	redisAsyncCommand(st->ac, NULL, NULL, "MULTI");
-	for (i = 0; i < n; i++)
-		store_encode(st, &ch[i], store_emit_async, st->ac);
-	store_command(st, STEP_EXEC, "EXEC");
-	st->busy = STEP_EXEC;
+	store_batch_argv(st, &a, "EVALSHA", st->write_sha, ch, n);
+	store_send_argv(st, STEP_EXEC, &a);
 	store_arm_deadline(st, n / STORE_CHANGES_PER_MS);
 }
 
-struct store *
+/* 64 random bits in hex: this process's name in the owner key. */
+static void
+store_make_id(char *buf, size_t len)
+{
+	uint64_t	v = ((uint64_t)random() << 33) ^
+			    ((uint64_t)random() << 11) ^ (uint64_t)random();
+
+	snprintf(buf, len, "%016llx", (unsigned long long)v);
+}
+
+static struct store *
 store_new(const struct config *cfg, struct event_base *base,
     const struct store_events *events, void *ctx)
 {
 	struct store	*st = xcalloc(1, sizeof(*st));
-	struct timeval	 hb = { STORE_HEARTBEAT_MS / 1000,
-			    (STORE_HEARTBEAT_MS % 1000) * 1000 };
+	uint64_t	 hb_ms = STORE_HEARTBEAT_MS;
+	struct timeval	 hb;
 	const char	*colon;
 
 	st->cfg = cfg;
@@ -821,7 +1213,15 @@ store_new(const struct config *cfg, struct event_base *base,
 		st->port = atoi(colon + 1);
 	}
 	snprintf(st->address, sizeof(st->address), "%s", cfg->redis);
+	snprintf(st->dataset, sizeof(st->dataset), "redis %s db %lld prefix "
+	    "'%s'", cfg->redis, (long long)cfg->redis_db, cfg->redis_prefix);
 	snprintf(st->durability, sizeof(st->durability), "unknown");
+	store_make_id(st->id, sizeof(st->id));
+	/* Renew three times per lease: two may be lost before it runs out. */
+	if ((uint64_t)cfg->owner_lease_ms / 3 < hb_ms)
+		hb_ms = (uint64_t)cfg->owner_lease_ms / 3;
+	hb.tv_sec = (time_t)(hb_ms / 1000);
+	hb.tv_usec = (suseconds_t)(hb_ms % 1000) * 1000;
 	st->deadline_ev = evtimer_new(base, store_deadline_cb, st);
 	st->retry_ev = evtimer_new(base, store_retry_cb, st);
 	st->heartbeat_ev = event_new(base, -1, EV_PERSIST, store_heartbeat_cb,
@@ -832,7 +1232,7 @@ store_new(const struct config *cfg, struct event_base *base,
 	return (st);
 }
 
-void
+static void
 store_free(struct store *st)
 {
 	redisAsyncContext	*ac = st->ac;
@@ -846,14 +1246,37 @@ store_free(struct store *st)
 	free(st);
 }
 
-const char *
+static const char *
 store_durability(struct store *st)
 {
 	return (st->durability);
 }
 
-const char *
+static const char *
+store_dataset(struct store *st)
+{
+	return (st->dataset);
+}
+
+static const char *
 store_address(struct store *st)
 {
 	return (st->address);
 }
+
+const struct store_ops store_redis_ops = {
+	.create = store_new,
+	.destroy = store_free,
+	.claim = store_claim,
+	.advertise = store_advertise,
+	.load = store_load,
+	.write_blocking = store_write_blocking,
+	.connect = store_connect,
+	.disconnect = store_disconnect,
+	.can_submit = store_can_submit,
+	.submit = store_submit,
+	.reconnect = store_reconnect,
+	.durability = store_durability,
+	.dataset = store_dataset,
+	.address = store_address,
+};

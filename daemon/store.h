@@ -11,7 +11,15 @@
  * its own: a connect timeout, one on every batch and handshake in flight,
  * and a heartbeat that notices a Redis that stopped answering while idle.
  * Whenever the connection fails, the store drops it and reconnects with
- * capped, jittered exponential backoff, by itself.
+ * capped, jittered exponential backoff, by itself; the backoff grows until
+ * a batch succeeds again, so a Redis that accepts connections but refuses
+ * writes is not hammered.
+ *
+ * Ownership (README "Ownership and standby"): one daemon at a time owns a
+ * data set (address, database, prefix). A claim takes a lease on the owner
+ * key with a new epoch; every write is a script that first checks the key
+ * still names this daemon's epoch, and renews it, so the write of a daemon
+ * that lost its ownership changes nothing.
  */
 #ifndef SEMD_STORE_H
 #define SEMD_STORE_H
@@ -50,7 +58,7 @@ struct store_change {
 	uint64_t		 deadline_unix_ms; /* leases: wall-clock end */
 };
 
-/* What the asynchronous connection reports; ctx is store_new's. */
+/* What the asynchronous connection reports; ctx is the create's. */
 struct store_events {
 	/*
 	 * Connected, authenticated, database selected: Redis's token bound
@@ -58,12 +66,30 @@ struct store_events {
 	 */
 	void	(*ready)(void *ctx, uint64_t tokens, char **names,
 		    size_t nnames);
-	/* The batch in flight was acknowledged (ok) or not (!ok). */
+	/* The oldest batch in flight was acknowledged (ok) or not (!ok). */
 	void	(*batch_done)(void *ctx, int ok);
 	/* The connection failed; reconnection is under way. */
 	void	(*lost)(void *ctx, const char *why);
 	/* A heartbeat answered with Redis's token bound. */
 	void	(*heartbeat)(void *ctx, uint64_t tokens);
+	/*
+	 * A fenced request (a batch or a heartbeat) sent at sent_ms on the
+	 * monotonic clock was acknowledged: the ownership lease runs at least
+	 * owner-lease from then.
+	 */
+	void	(*renewed)(void *ctx, uint64_t sent_ms);
+	/*
+	 * A fenced request found the data set owned by someone else (owner:
+	 * the owner key's value, or "-"): it changed nothing. The connection
+	 * is dropped and not retried; batch_done(!ok) came first if a batch
+	 * was in flight.
+	 */
+	void	(*fenced)(void *ctx, const char *owner);
+	/*
+	 * A batch found keys of semd's under the prefix with the wrong type
+	 * and replaced them (nkeys > 0): Redis must be rewritten whole.
+	 */
+	void	(*repaired)(void *ctx, char **keys, size_t nkeys);
 };
 
 /* What store_load finds, one call per object. */
@@ -74,43 +100,80 @@ struct store_loader {
 		    uint64_t deadline_unix_ms);
 };
 
-struct store	*store_new(const struct config *cfg, struct event_base *base,
-		    const struct store_events *events, void *ctx);
-/* Drop the connection and free everything; reports nothing more. */
-void		 store_free(struct store *st);
+#define STORE_ADDR_MAX	256	/* an advertised HOST:PORT */
+
+/* What a claim found: the data set is ours now, or whose it is. */
+struct store_owner {
+	int		 ours;		/* 1: this daemon owns it now */
+	int		 superseded;	/* resume only, and the epoch moved on */
+	uint64_t	 epoch;		/* ours, else the owner's or the last */
+	char		 addr[STORE_ADDR_MAX];	/* the owner's, or "-" */
+	uint64_t	 sent_ms;	/* ours: the lease runs from then */
+};
 
 /*
- * Blocking, at start-up: read every semaphore and grant, then raise
- * Redis's token bound to *tokens + reserve, where *tokens comes back as
- * the highest token Redis knows of (its bound, or a higher grant). Returns
- * 0, or -1 with a message in err.
+ * The store, as persist.c sees it: a table of functions, so that the unit
+ * tests can drive the persistence policy with a fake (tests/test_persist.c)
+ * and the daemon with Redis (store-redis.c).
  */
-int		 store_load(struct store *st, const struct store_loader *ld,
-		    void *ctx, uint64_t reserve, uint64_t *tokens, char *err,
-		    size_t errlen);
-/*
- * Blocking, at shutdown: write changes in one MULTI/EXEC on a connection
- * of its own, bounded by redis-timeout. Returns 0 or -1.
- */
-int		 store_write_blocking(struct store *st,
-		    const struct store_change *ch, size_t n);
+struct store_ops {
+	struct store	*(*create)(const struct config *cfg,
+			    struct event_base *base,
+			    const struct store_events *events, void *ctx);
+	/* Drop the connection and free everything; reports nothing more. */
+	void		 (*destroy)(struct store *st);
 
-/* Open the asynchronous connection; ready() follows, or lost(). */
-void		 store_connect(struct store *st);
-/* 1 when ready() was reported and no batch is in flight. */
-int		 store_can_submit(struct store *st);
-/* Send one batch as a MULTI/EXEC; batch_done() follows. */
-void		 store_submit(struct store *st, const struct store_change *ch,
-		    size_t n);
-/*
- * Drop the connection now (lost() follows) and reconnect: used when the
- * caller sees that Redis lost data and must be rewritten.
- */
-void		 store_reconnect(struct store *st, const char *why);
+	/*
+	 * Blocking: take the ownership lease of the data set for owner-lease,
+	 * advertising addr. resume_epoch (0: none) is the epoch this daemon
+	 * held: it is kept when nobody owned the data set since; with
+	 * resume_only, nothing else is taken (superseded says so). Returns 0
+	 * and fills *out, or -1 with a message in err.
+	 */
+	int		 (*claim)(struct store *st, const char *addr,
+			    uint64_t resume_epoch, int resume_only,
+			    struct store_owner *out, char *err, size_t errlen);
+	/* The advertised address changed (the port is known once bound). */
+	void		 (*advertise)(struct store *st, const char *addr);
+	/*
+	 * Blocking, after a claim: read every semaphore and grant, then
+	 * raise Redis's token bound (fenced) to *tokens + reserve, where
+	 * *tokens comes back as the highest token Redis knows of (its bound,
+	 * or a higher grant). Returns 0, or -1 with a message in err.
+	 */
+	int		 (*load)(struct store *st, const struct store_loader *ld,
+			    void *ctx, uint64_t reserve, uint64_t *tokens,
+			    char *err, size_t errlen);
+	/*
+	 * Blocking, at shutdown: write changes (fenced) on a connection of
+	 * its own, bounded by redis-timeout. Returns 0 or -1.
+	 */
+	int		 (*write_blocking)(struct store *st,
+			    const struct store_change *ch, size_t n);
 
-/* "ok", "appendonly-off", "appendfsync-everysec", "unknown", ... */
-const char	*store_durability(struct store *st);
-/* "HOST:PORT" or "unix:PATH", for the log. */
-const char	*store_address(struct store *st);
+	/* Open the asynchronous connection; ready() follows, or lost(). */
+	void		 (*connect)(struct store *st);
+	/* Drop the asynchronous connection for good (no events, no retry). */
+	void		 (*disconnect)(struct store *st);
+	/* 1 when ready() was reported and another batch may be sent. */
+	int		 (*can_submit)(struct store *st);
+	/* Send one batch, fenced; batch_done() follows, in order. */
+	void		 (*submit)(struct store *st, const struct store_change *ch,
+			    size_t n);
+	/*
+	 * Drop the connection now (lost() follows) and reconnect: used when
+	 * the caller sees that Redis lost data and must be rewritten.
+	 */
+	void		 (*reconnect)(struct store *st, const char *why);
+
+	/* "ok", "appendonly-off", "appendfsync-everysec", "unknown", ... */
+	const char	*(*durability)(struct store *st);
+	/* "redis HOST:PORT db N prefix P": the data set, for the log. */
+	const char	*(*dataset)(struct store *st);
+	/* "HOST:PORT" or "unix:PATH", for the log. */
+	const char	*(*address)(struct store *st);
+};
+
+extern const struct store_ops store_redis_ops;
 
 #endif /* SEMD_STORE_H */

@@ -1,0 +1,91 @@
+/*
+ * store-scripts.h: the Lua scripts that make semd's writes to Redis safe
+ * against a second daemon (README "Ownership and standby").
+ *
+ * The owner key (P owner) holds "EPOCH ID ADDR" and expires owner-lease
+ * after its last renewal; P epoch counts ownerships. Every write and every
+ * heartbeat runs as one script that first checks that the owner key still
+ * starts with this daemon's "EPOCH ID " (the fence) and renews it. A
+ * daemon that lost its ownership therefore changes nothing: its script
+ * answers an error starting with SEMDFENCED and the owner key's value.
+ *
+ * Keys other than KEYS[] are named in ARGV: semd talks to one Redis, not a
+ * Cluster (README "Data model").
+ */
+#ifndef SEMD_STORE_SCRIPTS_H
+#define SEMD_STORE_SCRIPTS_H
+
+/* The fence, shared by the write and renew scripts. */
+#define STORE_LUA_FENCE							\
+	"local cur = redis.pcall('GET', KEYS[1])\n"			\
+	"if type(cur) ~= 'string' or "					\
+	"string.sub(cur, 1, #ARGV[1]) ~= ARGV[1] then\n"		\
+	"  local shown = type(cur) == 'string' and cur or '-'\n"	\
+	"  return redis.error_reply('SEMDFENCED ' .. shown)\n"		\
+	"end\n"								\
+	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+
+/*
+ * Claim: KEYS owner, epoch; ARGV id, addr, resume epoch (0: none),
+ * resume only ("1"), lease ms. Answers {1, value, epoch} when the data set
+ * is ours now, {0, owner's value, last epoch} when someone else owns it,
+ * {2, "", last epoch} when resume only and the epoch moved on.
+ */
+#define STORE_LUA_CLAIM							\
+	"local cur = redis.call('GET', KEYS[1])\n"			\
+	"local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n" \
+	"local resume = tonumber(ARGV[3])\n"				\
+	"if cur then\n"							\
+	"  local e, id = string.match(cur, '^(%d+) (%S+)')\n"		\
+	"  if id ~= ARGV[1] or tonumber(e) ~= resume then\n"		\
+	"    return {0, cur, last}\n"					\
+	"  end\n"							\
+	"elseif ARGV[4] == '1' and last ~= resume then\n"		\
+	"  return {2, '', last}\n"					\
+	"end\n"								\
+	"local epoch = resume\n"					\
+	"if resume == 0 or last ~= resume then\n"			\
+	"  epoch = redis.call('INCR', KEYS[2])\n"			\
+	"end\n"								\
+	"local v = epoch .. ' ' .. ARGV[1] .. ' ' .. ARGV[2]\n"		\
+	"redis.call('SET', KEYS[1], v, 'PX', ARGV[5])\n"		\
+	"return {1, v, epoch}\n"
+
+/*
+ * Write: KEYS owner; ARGV fence, value, lease ms, then commands, each as
+ * its word count and its words. A key of semd's with the wrong type (a
+ * foreign key under the prefix) is replaced: semd's keys are its copy of
+ * memory. Answers the list of keys replaced; any other error aborts.
+ */
+#define STORE_LUA_WRITE							\
+	STORE_LUA_FENCE							\
+	"local repaired = {}\n"						\
+	"local i = 4\n"							\
+	"while i <= #ARGV do\n"						\
+	"  local n = tonumber(ARGV[i])\n"				\
+	"  local cmd = {unpack(ARGV, i + 1, i + n)}\n"			\
+	"  local r = redis.pcall(unpack(cmd))\n"			\
+	"  if type(r) == 'table' and r.err then\n"			\
+	"    if not string.find(r.err, 'WRONGTYPE', 1, true) then\n"	\
+	"      return redis.error_reply(r.err)\n"			\
+	"    end\n"							\
+	"    redis.call('DEL', cmd[2])\n"				\
+	"    redis.call(unpack(cmd))\n"					\
+	"    repaired[#repaired + 1] = cmd[2]\n"			\
+	"  end\n"							\
+	"  i = i + n + 1\n"						\
+	"end\n"								\
+	"return repaired\n"
+
+/*
+ * Renew (the heartbeat): KEYS owner, tokens; ARGV fence, value, lease ms.
+ * Answers the token bound ("0" when absent, "wrongtype" when P tokens is
+ * not a string).
+ */
+#define STORE_LUA_RENEW							\
+	STORE_LUA_FENCE							\
+	"local t = redis.pcall('GET', KEYS[2])\n"			\
+	"if type(t) == 'table' then return 'wrongtype' end\n"		\
+	"return t or '0'\n"
+
+#endif /* SEMD_STORE_SCRIPTS_H */

@@ -52,17 +52,19 @@ static enum semc_err
 semc_search_give_up(struct semc *c, struct semc_search *s,
     enum semc_err err, const struct semc_addr *last)
 {
-	char	what[SEMC_HOST_MAX + 128];
+	char	what[SEMC_HOST_MAX + 128], at[SEMC_HOST_MAX + 32] = "";
 
+	/* A connect failure names its address already; a refusal does not. */
+	if (err != SEMC_ERR_CONNECT)
+		snprintf(at, sizeof(at), ", %s port %d", last->host,
+		    last->port);
 	if (s->deadline_ms < 0)
-		snprintf(what, sizeof(what), "no owner among %zu addresses "
-		    "(one pass); last, %s port %d", c->naddrs, last->host,
-		    last->port);
+		snprintf(what, sizeof(what), "no owner among %zu "
+		    "addresses (one pass); last%s", c->naddrs, at);
 	else
-		snprintf(what, sizeof(what), "no owner within %d ms (%d "
-		    "rounds over %zu addresses); last, %s port %d",
-		    c->failover_timeout_ms, s->rounds, c->naddrs, last->host,
-		    last->port);
+		snprintf(what, sizeof(what), "no owner within %d ms "
+		    "(%d rounds over %zu addresses); last%s",
+		    c->failover_timeout_ms, s->rounds, c->naddrs, at);
 	return (semc_seterr_again(c, err, SEMC_ERR_CONNECT, what));
 }
 

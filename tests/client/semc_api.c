@@ -23,6 +23,8 @@
  *					kills the owner; "go" on stdin, then
  *					a call re-attaches it; "go" again,
  *					then a TRY with a lease
+ *	semc_api keeperfail LIST	a kept lease of 6 s, while the script
+ *					kills the owner after "lease N"
  */
 #include <poll.h>
 #include <pthread.h>
@@ -643,6 +645,48 @@ scenario_failover(const char *hosts)
 	semc_free(c);
 }
 
+static void
+scenario_keeperfail(const char *hosts)
+{
+	struct semc		*c = handle_list(hosts, "0");
+	struct semc_opts	 opts;
+	struct semc_keeper	*k;
+	struct semc_check	 chk;
+	struct lost_seen	 seen;
+	uint64_t		 t;
+
+	memset(&seen, 0, sizeof(seen));
+	pthread_mutex_init(&seen.lock, NULL);
+	memset(&opts, 0, sizeof(opts));
+	opts.hosts = hosts;
+	opts.io_timeout_ms = 1000;
+	if ((k = semc_keeper_new(&opts, keeper_lost, &seen)) == NULL) {
+		check(0, "semc_keeper_new");
+		return;
+	}
+	if (expect(c, semc_acquire(c, "jobs", 1, 1000, 6000, &t), SEMC_OK,
+	    "ACQUIRE jobs LEASE 6000") &&
+	    expect(c, semc_keeper_add(k, "jobs", t, 6000), SEMC_OK,
+	    "the keeper watches it")) {
+		printf("lease %llu\n", (unsigned long long)t);
+		fflush(stdout);
+		if (await_go()) {
+			sleep(8);	/* the lease's length and more */
+			check(!semc_keeper_lost(k, "jobs", t), "after the "
+			    "failover and 8 s the keeper still keeps it");
+			expect(c, semc_check(c, "jobs", t, &chk), SEMC_OK,
+			    "CHECK on the new owner: the lease is held");
+			pthread_mutex_lock(&seen.lock);
+			check(seen.calls == 0, "the keeper reported no loss "
+			    "(%d calls)", seen.calls);
+			pthread_mutex_unlock(&seen.lock);
+		}
+	}
+	semc_keeper_free(k);
+	pthread_mutex_destroy(&seen.lock);
+	semc_free(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -670,6 +714,8 @@ main(int argc, char **argv)
 		scenario_badlist(argv[2]);
 	else if (argc >= 3 && strcmp(argv[1], "failover") == 0)
 		scenario_failover(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "keeperfail") == 0)
+		scenario_keeperfail(argv[2]);
 	else {
 		fprintf(stderr, "usage: semc_api SCENARIO ARGS...\n");
 		return (2);

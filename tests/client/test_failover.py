@@ -3,13 +3,15 @@
 first the owner, the second a standby; the clients are given both
 addresses; the owner is killed with kill -9. libsemc finds the new owner,
 re-ATTACHes its bound permit there (HOLDERS shows it owned, not
-unowned) and serves a TRY; `semd-cli -h A,B try --lease` started right
+unowned) and serves a TRY; a lease kept by semc_keeper stays held;
+`semd-cli -h A,B try --lease` started right
 after the kill succeeds once the standby has taken over; `semd-cli run`
 keeps its command's permit across the failover."""
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -91,6 +93,22 @@ def test_library():
            "the bound permit was released; the lease is held")
 
 
+def test_keeper():
+    """A lease kept by semc_keeper survives the failover by itself; the
+    keeper's own connection follows the new owner."""
+    with start_redis() as r:
+        a, b, hosts = pair(r)
+        p = subprocess.Popen([SEMC_API, "keeperfail", hosts],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=client_env())
+        ok(read_until(p, "lease").startswith("lease"), "a kept lease")
+        a.kill9()
+        out, err = p.communicate(b"go\n", timeout=60)
+        relay(out.decode(), "semc_api")
+        no_sanitizer_report(err.decode(), "semc_api keeperfail")
+        eq(p.returncode, 0, "semc_api keeperfail exits 0")
+
+
 def test_cli():
     tmp = tempfile.mkdtemp(prefix="semdtest.")
     gate = os.path.join(tmp, "gate")
@@ -113,8 +131,11 @@ def test_cli():
            "run holds its permit on the owner")
         token = ca.listing("HOLDERS jobs")[0]["token"]
         a.kill9()
+        started = time.monotonic()
         rc, out, err = cli(None, "-h", hosts, "try", "jobs", "--lease",
                            "60s")
+        note("semd-cli try succeeded %.2f s after the kill (owner-lease %s)"
+             % (time.monotonic() - started, OWNER_LEASE))
         ok(rc == 0 and out.strip().isdigit(), "semd-cli -h A,B try jobs "
            "--lease 60s, started right after the kill, succeeds",
            (rc, out, err))
@@ -144,4 +165,4 @@ def test_daemon_side():
              "of failover (issue 7) is not built in")
 
 
-run(test_daemon_side, test_library, test_cli)
+run(test_daemon_side, test_library, test_keeper, test_cli)

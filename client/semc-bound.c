@@ -1,8 +1,9 @@
 /*
  * semc-bound.c: the permits bound to a handle's connection. semd releases
- * them when the connection closes, unless it restarted with persistence:
- * then they wait, unowned, for a reconnect to ATTACH them again. Those
- * semd will not give back are queued as lost and told to the callback.
+ * them when the connection closes, unless it restarted with persistence
+ * or a standby took over: then they wait, unowned, for a reconnect to
+ * ATTACH them again. Those semd will not give back are queued as lost
+ * and told to the callback.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /*
- * semc.c: a libsemc handle: options, connecting (AUTH, re-attaching bound
- * permits), and semc_call(), the one place a request meets the network,
- * which decides what a failure means for the request.
+ * semc.c: a libsemc handle: options and addresses, connecting (AUTH,
+ * re-attaching bound permits, searching for the owner with
+ * semc-failover.c), and semc_call(), the one place a request meets the
+ * network, which decides what a failure means for the request.
  */
 #include <stdarg.h>
 #include <stdio.h>

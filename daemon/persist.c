@@ -94,6 +94,7 @@ struct persist {
 	char			 advertise[STORE_ADDR_MAX];
 	uint64_t		 owner_until_ms; /* act as owner until then */
 	uint64_t		 held_epoch;	/* ours before we lost it */
+	uint64_t		 owned_seen_ms;	/* standby no: saw another owner */
 	int			 listening;	/* the server listens */
 
 	struct dirty_sem	*dirty_sems, *flight_sems;
@@ -759,11 +760,30 @@ persist_not_owner(struct persist *p, const struct store_owner *own)
 		fatalx("%s was taken over (epoch %llu) since this daemon lost "
 		    "it; exiting (standby no)", dataset,
 		    (unsigned long long)own->epoch);
-	if (!p->cfg->standby)
+	if (!p->cfg->standby) {
+		/*
+		 * The key may be a crashed predecessor's (kill -9, then a
+		 * restart): only a key still held after a whole lease belongs
+		 * to a live owner.
+		 */
+		if (p->owned_seen_ms == 0) {
+			p->owned_seen_ms = timers_now_ms();
+			log_info("%s is owned by %s (epoch %llu); waiting up to "
+			    "owner-lease (%lld ms) to see whether that owner is "
+			    "alive", dataset, own->addr,
+			    (unsigned long long)own->epoch,
+			    (long long)p->cfg->owner_lease_ms);
+		}
+		if (timers_now_ms() - p->owned_seen_ms <=
+		    (uint64_t)p->cfg->owner_lease_ms + persist_poll_ms(p)) {
+			persist_claim_in(p, persist_poll_ms(p));
+			return;
+		}
 		fatalx("%s is owned by %s (epoch %llu); exiting: a second "
 		    "owner could over-grant (set \"standby yes\" to wait as "
 		    "its standby)", dataset, own->addr,
 		    (unsigned long long)own->epoch);
+	}
 	p->epoch = own->epoch;
 	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", own->addr);
 	p->role = ROLE_STANDBY;
@@ -782,20 +802,22 @@ persist_claim_cb(evutil_socket_t fd, short what, void *arg)
 	struct store_owner	 own;
 	char			 err[256];
 	const char		*how;
+	uint64_t		 retry_ms;
 
 	(void)fd;
 	(void)what;
 	if (p->ops->claim(p->store, p->advertise, p->held_epoch,
 	    !p->cfg->standby && p->held_epoch != 0, &own, err,
 	    sizeof(err)) != 0) {
+		/* A standby keeps its pace; a daemon starting up waits 1 s. */
+		retry_ms = p->listening ? persist_poll_ms(p) :
+		    PERSIST_RETRY_LOAD_MS;
 		if (strcmp(p->last_error, err) != 0)
-			log_warnx("redis %s: %s; retrying every %llu ms",
-			    p->ops->address(p->store), err,
-			    (unsigned long long)(p->role == ROLE_STANDBY ?
-			    persist_poll_ms(p) : PERSIST_RETRY_LOAD_MS));
+			log_warnx("redis %s: cannot load: %s; retrying every "
+			    "%llu ms", p->ops->address(p->store), err,
+			    (unsigned long long)retry_ms);
 		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
-		persist_claim_in(p, p->role == ROLE_STANDBY ?
-		    persist_poll_ms(p) : PERSIST_RETRY_LOAD_MS);
+		persist_claim_in(p, retry_ms);
 		return;
 	}
 	if (!own.ours) {

@@ -267,8 +267,8 @@ store_owner_value(struct store *st, char *buf, size_t len)
 
 /*
  * The words of a fenced script call: verb ("EVAL" or "EVALSHA") and
- * script (its text or SHA1), then the fence, then extra (NULL-terminated
- * further KEYS, counted in nkeys beyond the owner key).
+ * script (its text or SHA1), the keys owner and epoch, then extra_key if
+ * not NULL, then the fence's arguments.
  */
 static void
 store_fenced_call(struct store *st, struct store_argv *a, const char *verb,
@@ -279,8 +279,10 @@ store_fenced_call(struct store *st, struct store_argv *a, const char *verb,
 
 	store_argv_pushs(a, verb);
 	store_argv_pushs(a, script);
-	store_argv_pushs(a, extra_key != NULL ? "2" : "1");
+	store_argv_pushs(a, extra_key != NULL ? "3" : "2");
 	store_key(st, key, NULL, 0, "owner");
+	store_argv_pushs(a, key);
+	store_key(st, key, NULL, 0, "epoch");
 	store_argv_pushs(a, key);
 	if (extra_key != NULL)
 		store_argv_pushs(a, extra_key);

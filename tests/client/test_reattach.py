@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -17,18 +16,8 @@ from clienttest import *  # noqa: E402,F403
 
 
 def semd_on(port, *args):
-    """semd on port. With persistence, a semd restarted after kill -9
-    finds the dead one's ownership of the data set until its owner-lease
-    runs out, and exits: start it again until then."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            return start_semd("--bind", "127.0.0.1", "--port", str(port),
-                              "--semaphore", "jobs", "2", *args, bind=None)
-        except StartError as e:
-            if "is owned by" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    return start_semd("--bind", "127.0.0.1", "--port", str(port),
+                      "--semaphore", "jobs", "2", *args, bind=None)
 
 
 def kill9(d):

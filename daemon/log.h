@@ -10,10 +10,12 @@
 #define SEMD_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 enum log_level {
 	LOG_LEVEL_DEBUG,
 	LOG_LEVEL_INFO,
+	LOG_LEVEL_NOTICE,	/* worth an operator's eye: a failed AUTH */
 	LOG_LEVEL_WARN,
 	LOG_LEVEL_ERROR
 };
@@ -22,12 +24,14 @@ enum log_level {
 int		 log_open(const char *logfile, enum log_level level);
 void		 log_close(void);
 void		 log_set_level(enum log_level level);
-/* Parse "debug", "info", "warn" or "error"; -1 when unknown. */
+/* Parse "debug", "info", "notice", "warn" or "error"; -1 when unknown. */
 int		 log_level_parse(const char *name);
 
 void		 log_debug(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));
 void		 log_info(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+void		 log_notice(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));
 void		 log_warnx(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));
@@ -46,5 +50,26 @@ void		 fatalx(const char *fmt, ...)
 /* Allocation that aborts on failure: limits, not malloc, bound memory. */
 void		*xcalloc(size_t n, size_t size);
 char		*xstrdup(const char *s);
+
+/*
+ * A failure that may recur for a long time (Redis refusing writes): it is
+ * logged once, then only counted, and logged again with its count at most
+ * once a minute; the end of it is logged once. A flood of identical lines
+ * tells an operator nothing more than one line and a count.
+ */
+struct log_repeat {
+	char		what[256];	/* the failure seen last; "" none */
+	uint64_t	count;		/* seen again since last logged */
+	uint64_t	logged_ms;	/* when it was last logged */
+};
+
+/* Log "subject: why" at warn level, or count it (see above). */
+void		 log_repeat(struct log_repeat *r, const char *subject,
+		    const char *why);
+/*
+ * The failure is over: log "subject: back (after ...)" at info level if
+ * one was seen, and forget it. Returns 1 if one was seen.
+ */
+int		 log_repeat_end(struct log_repeat *r, const char *subject);
 
 #endif /* SEMD_LOG_H */

@@ -47,6 +47,7 @@
 #define PERSIST_RETRY_LOAD_MS	1000
 /* A standby claims this often at the most (owner-lease / 4 if less). */
 #define PERSIST_POLL_MAX_MS	500
+#define PERSIST_CLAIM_BACKOFF_MAX_MS 2000
 
 enum persist_state {
 	PST_OFF,	/* persistence none */
@@ -95,6 +96,9 @@ struct persist {
 	uint64_t		 owner_until_ms; /* act as owner until then */
 	uint64_t		 held_epoch;	/* ours before we lost it */
 	uint64_t		 owned_seen_ms;	/* standby no: saw another owner */
+	uint64_t		 claim_backoff_ms; /* claims failing: the next try */
+	struct log_repeat	 claim_failure;
+	char			 subject[320];	/* "redis ADDRESS", for the log */
 	int			 listening;	/* the server listens */
 
 	struct dirty_sem	*dirty_sems, *flight_sems;
@@ -272,6 +276,8 @@ batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
 	if (g == NULL)
 		return;
 	c->n = g->n;
+	c->holder_name = g->holder_name;
+	c->holder_addr = g->holder_addr;
 	if (g->kind == GRANT_LEASE) {
 		c->kind = STORE_KIND_LEASE;
 		c->deadline_unix_ms = timers_wall_ms() +
@@ -694,9 +700,11 @@ persist_load_sem(void *ctx, const char *name, uint32_t capacity)
  */
 static void
 persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
-    enum store_grant_kind kind, uint64_t deadline_unix_ms)
+    enum store_grant_kind kind, uint64_t deadline_unix_ms,
+    const char *holder_name, const char *holder_addr)
 {
 	struct persist	*p = ctx;
+	struct grant	*g;
 	struct sem	*s = engine_find(p->engine, sem, strlen(sem));
 	uint64_t	 grace = (uint64_t)p->cfg->reclaim_grace_ms;
 	uint64_t	 now = timers_wall_ms(), ttl = grace;
@@ -705,9 +713,10 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 		return;
 	if (kind == STORE_KIND_LEASE && deadline_unix_ms > now + grace)
 		ttl = deadline_unix_ms - now;
-	if (engine_restore_grant(p->engine, s, token, n, kind ==
-	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl) == NULL)
+	if ((g = engine_restore_grant(p->engine, s, token, n, kind ==
+	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl)) == NULL)
 		return;
+	engine_grant_set_holder(g, holder_name, holder_addr);
 	p->load_grants++;
 	if (kind == STORE_KIND_CONN)
 		p->load_unowned++;
@@ -800,7 +809,7 @@ persist_claim_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct persist		*p = arg;
 	struct store_owner	 own;
-	char			 err[256];
+	char			 err[200];
 	const char		*how;
 	uint64_t		 retry_ms;
 
@@ -809,17 +818,26 @@ persist_claim_cb(evutil_socket_t fd, short what, void *arg)
 	if (p->ops->claim(p->store, p->advertise, p->held_epoch,
 	    !p->cfg->standby && p->held_epoch != 0, &own, err,
 	    sizeof(err)) != 0) {
-		/* A standby keeps its pace; a daemon starting up waits 1 s. */
-		retry_ms = p->listening ? persist_poll_ms(p) :
-		    PERSIST_RETRY_LOAD_MS;
-		if (strcmp(p->last_error, err) != 0)
-			log_warnx("redis %s: cannot load: %s; retrying every "
-			    "%llu ms", p->ops->address(p->store), err,
-			    (unsigned long long)retry_ms);
-		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
+		/*
+		 * Redis is unreachable or refuses: back off from the poll (a
+		 * standby) or 1 s (starting up) to at most 2 s, and say it
+		 * once, then how often it recurs.
+		 */
+		retry_ms = p->claim_backoff_ms * 2;
+		if (retry_ms == 0)
+			retry_ms = p->listening ? persist_poll_ms(p) :
+			    PERSIST_RETRY_LOAD_MS;
+		if (retry_ms > PERSIST_CLAIM_BACKOFF_MAX_MS)
+			retry_ms = PERSIST_CLAIM_BACKOFF_MAX_MS;
+		p->claim_backoff_ms = retry_ms;
+		snprintf(p->last_error, sizeof(p->last_error), "cannot load: %s",
+		    err);
+		log_repeat(&p->claim_failure, p->subject, p->last_error);
 		persist_claim_in(p, retry_ms);
 		return;
 	}
+	p->claim_backoff_ms = 0;
+	log_repeat_end(&p->claim_failure, p->subject);
 	if (!own.ours) {
 		persist_not_owner(p, &own);
 		return;
@@ -893,6 +911,8 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 	p->role = ROLE_STANDBY;
 	p->state = PST_LOADING;
 	p->store = ops->create(cfg, base, &events, p);
+	snprintf(p->subject, sizeof(p->subject), "redis %s",
+	    ops->address(p->store));
 	p->flush_ev = event_new(base, -1, 0, persist_flush_cb, p);
 	p->claim_ev = evtimer_new(base, persist_claim_cb, p);
 	p->owner_ev = evtimer_new(base, persist_owner_cb, p);
@@ -914,9 +934,12 @@ persist_free(struct persist *p)
 			batch_full(p, &b);
 		else if (persist_backlog(p) > 0)
 			batch_from_dirty(p, &b);
-		if (b.n > 0 && p->ops->write_blocking(p->store, b.ch, b.n) == 0)
-			log_info("redis %s: %zu final changes written",
-			    p->ops->address(p->store), b.n);
+		/* Last of all: a standby may take over at once. */
+		batch_add(&b)->type = STORE_DISOWN;
+		if (p->ops->write_blocking(p->store, b.ch, b.n) == 0)
+			log_info("redis %s: %zu final changes written; gave up "
+			    "ownership (epoch %llu)", p->ops->address(p->store),
+			    b.n - 1, (unsigned long long)p->epoch);
 		free(b.ch);
 	}
 	persist_drop_pending(p);

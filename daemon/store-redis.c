@@ -7,8 +7,11 @@
  *   P tokens          string  every token ever issued is <= this
  *   P sems            set     the semaphore names
  *   P {NAME}:sem      hash    capacity
- *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D"
- *                             (D: Unix ms when a lease ends; 0 for conn)
+ *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D
+ *                             name=L addr=A" (D: Unix ms when a lease
+ *                             ends, 0 for conn; L, A: the NAME and address
+ *                             of the connection that acquired a lease, or
+ *                             "-"; values without them load as "-")
  *   P owner           string  "EPOCH ID ADDR", expires owner-lease after
  *                             the owner's last renewal
  *   P epoch           string  the last epoch handed out
@@ -46,11 +49,10 @@
 #include "timers.h"
 
 #define STORE_KEY_MAX		(PROTO_NAME_MAX + 256)
+#define STORE_HOLDER_ADDR_MAX	64	/* a holder's address, NUL included */
 #define STORE_HEARTBEAT_MS	1000	/* at most; owner-lease / 3 if less */
 #define STORE_BACKOFF_MIN_MS	100
 #define STORE_BACKOFF_MAX_MS	2000
-/* A failure that keeps recurring is logged again at most this often. */
-#define STORE_REPEAT_LOG_MS	60000
 /* A batch may take redis-timeout, plus this per change, to be answered. */
 #define STORE_CHANGES_PER_MS	50
 
@@ -99,13 +101,12 @@ struct store {
 	char			 write_sha[48];	/* SCRIPT LOAD answers */
 	char			 renew_sha[48];
 
-	char			 last_why[256];	/* the failure seen last */
-	uint64_t		 repeats;	/* ...seen again since logged */
-	uint64_t		 logged_ms;
+	struct log_repeat	 failure;	/* what keeps failing, if so */
 
 	char			 host[256];	/* or the unix socket path */
 	int			 port;		/* 0: unix socket */
 	char			 address[300];
+	char			 subject[310];	/* "redis ADDRESS", for the log */
 	char			 dataset[400];
 	char			 appendonly[16];
 	char			 appendfsync[16];
@@ -164,7 +165,7 @@ static void
 store_encode(struct store *st, const struct store_change *ch,
     store_emit_fn emit, void *arg)
 {
-	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[96];
+	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[256];
 
 	switch (ch->type) {
 	case STORE_SEM_PUT:
@@ -185,9 +186,13 @@ store_encode(struct store *st, const struct store_change *ch,
 		store_key(st, key, ch->sem, ch->sem_len, "grants");
 		snprintf(num, sizeof(num), "%llu",
 		    (unsigned long long)ch->token);
-		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu",
-		    ch->n, ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
-		    (unsigned long long)ch->deadline_unix_ms);
+		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu "
+		    "name=%.*s addr=%.*s", ch->n,
+		    ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
+		    (unsigned long long)ch->deadline_unix_ms, PROTO_LABEL_MAX,
+		    ch->holder_name != NULL ? ch->holder_name : "-",
+		    STORE_HOLDER_ADDR_MAX - 1,
+		    ch->holder_addr != NULL ? ch->holder_addr : "-");
 		store_emit_words(emit, arg, 4,
 		    (const char *[]){ "HSET", key, num, value });
 		break;
@@ -197,6 +202,10 @@ store_encode(struct store *st, const struct store_change *ch,
 		    (unsigned long long)ch->token);
 		store_emit_words(emit, arg, 3,
 		    (const char *[]){ "HDEL", key, num });
+		break;
+	case STORE_DISOWN:
+		store_key(st, key, NULL, 0, "owner");
+		store_emit_words(emit, arg, 2, (const char *[]){ "DEL", key });
 		break;
 	case STORE_TOKENS:
 		store_key(st, key, NULL, 0, "tokens");
@@ -363,13 +372,40 @@ store_report_repaired(struct store *st, const redisReply *r)
 	free(keys);
 }
 
-/* "n=N kind=K deadline_ms=D" into its parts; -1 when malformed. */
+/*
+ * The optional word key=V of s into buf (size bytes): "" when absent,
+ * "-", or not fit to show (a name must be a valid label).
+ */
+static void
+store_decode_label(const char *s, size_t len, const char *key, char *buf,
+    size_t size)
+{
+	struct proto_word	w;
+
+	buf[0] = '\0';
+	if (!proto_find_kv(s, len, key, &w) || w.len >= size ||
+	    (w.len == 1 && w.p[0] == '-') || memchr(w.p, '\0', w.len) != NULL)
+		return;
+	if (strcmp(key, "name") == 0 && !proto_valid_label(w.p, w.len))
+		return;
+	memcpy(buf, w.p, w.len);
+	buf[w.len] = '\0';
+}
+
+/*
+ * "n=N kind=K deadline_ms=D [name=L addr=A]" into its parts; -1 when
+ * malformed. name and addr ("" when unknown) are PROTO_LABEL_MAX + 1 and
+ * STORE_HOLDER_ADDR_MAX bytes.
+ */
 static int
 store_decode_grant(const char *s, size_t len, uint32_t *n,
-    enum store_grant_kind *kind, uint64_t *deadline)
+    enum store_grant_kind *kind, uint64_t *deadline, char *name, char *addr)
 {
 	struct proto_word	w;
 	uint64_t		v;
+
+	store_decode_label(s, len, "name", name, PROTO_LABEL_MAX + 1);
+	store_decode_label(s, len, "addr", addr, STORE_HOLDER_ADDR_MAX);
 
 	if (!proto_find_kv(s, len, "n", &w) ||
 	    proto_parse_u64(w.p, w.len, PROTO_INT_MAX, &v) != 0 || v == 0)
@@ -477,6 +513,8 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 	uint64_t		 v, token, deadline;
 	uint32_t		 n;
 	size_t			 i;
+	char			 hname[PROTO_LABEL_MAX + 1];
+	char			 haddr[STORE_HOLDER_ADDR_MAX];
 
 	if (name->type != REDIS_REPLY_STRING ||
 	    !proto_valid_name(name->str, name->len)) {
@@ -501,14 +539,16 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 		    proto_parse_u64(f->str, f->len, UINT64_MAX, &token) != 0 ||
 		    token == 0 ||
 		    store_decode_grant(val->str, val->len, &n, &kind,
-		    &deadline) != 0) {
+		    &deadline, hname, haddr) != 0) {
 			log_warnx("redis: skipping a malformed grant of %s",
 			    name->str);
 			continue;
 		}
 		if (token > *max_token)
 			*max_token = token;
-		ld->grant(ctx, name->str, token, n, kind, deadline);
+		ld->grant(ctx, name->str, token, n, kind, deadline,
+		    hname[0] != '\0' ? hname : NULL,
+		    haddr[0] != '\0' ? haddr : NULL);
 	}
 }
 
@@ -694,12 +734,6 @@ out:
 	return (rc);
 }
 
-static void
-store_advertise(struct store *st, const char *addr)
-{
-	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
-}
-
 /* --- the asynchronous connection --- */
 
 static void
@@ -789,13 +823,7 @@ store_succeeded(struct store *st)
 	evtimer_del(st->deadline_ev);
 	st->busy = 0;
 	st->backoff_ms = 0;
-	if (st->last_why[0] != '\0') {
-		log_info("redis %s: back: writes go through again (after "
-		    "'%s', seen %llu more times)", st->address, st->last_why,
-		    (unsigned long long)st->repeats);
-		st->last_why[0] = '\0';
-		st->repeats = 0;
-	}
+	log_repeat_end(&st->failure, st->subject);
 	st->ev.renewed(st->ctx, st->sent_ms);
 }
 
@@ -1083,34 +1111,12 @@ store_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 	store_arm_deadline(st, 0);
 }
 
-/*
- * Say what is wrong once, then how often it recurs: a Redis that keeps
- * refusing writes must not flood the log.
- */
+/* The address changed: the owner key says so with the next renewal, now. */
 static void
-store_log_failure(struct store *st, const char *why)
+store_advertise(struct store *st, const char *addr)
 {
-	uint64_t	now = timers_now_ms();
-
-	if (strcmp(st->last_why, why) != 0) {
-		if (st->repeats > 0)
-			log_warnx("redis %s: '%s' happened %llu more times",
-			    st->address, st->last_why,
-			    (unsigned long long)st->repeats);
-		snprintf(st->last_why, sizeof(st->last_why), "%s", why);
-		st->repeats = 0;
-		st->logged_ms = now;
-		log_warnx("redis %s: %s", st->address, why);
-		return;
-	}
-	st->repeats++;
-	if (now - st->logged_ms >= STORE_REPEAT_LOG_MS) {
-		log_warnx("redis %s: still failing: %s (%llu times in the last "
-		    "%llu s)", st->address, why, (unsigned long long)st->repeats,
-		    (unsigned long long)(now - st->logged_ms) / 1000);
-		st->repeats = 0;
-		st->logged_ms = now;
-	}
+	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
+	store_heartbeat_cb(-1, 0, st);
 }
 
 /*
@@ -1135,7 +1141,7 @@ store_fail(struct store *st, const char *why, int drop)
 	evtimer_del(st->deadline_ev);
 	if (ac != NULL && drop)
 		redisAsyncFree(ac);	/* our callbacks now ignore it */
-	store_log_failure(st, reason);
+	log_repeat(&st->failure, st->subject, reason);
 
 	st->backoff_ms = st->backoff_ms == 0 ? STORE_BACKOFF_MIN_MS :
 	    st->backoff_ms * 2;
@@ -1215,6 +1221,7 @@ store_new(const struct config *cfg, struct event_base *base,
 		st->port = atoi(colon + 1);
 	}
 	snprintf(st->address, sizeof(st->address), "%s", cfg->redis);
+	snprintf(st->subject, sizeof(st->subject), "redis %s", cfg->redis);
 	snprintf(st->dataset, sizeof(st->dataset), "redis %s db %lld prefix "
 	    "'%s'", cfg->redis, (long long)cfg->redis_db, cfg->redis_prefix);
 	snprintf(st->durability, sizeof(st->durability), "unknown");

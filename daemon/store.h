@@ -39,7 +39,8 @@ enum store_change_type {
 	STORE_SEM_DEL,		/* sem and all its grants are gone */
 	STORE_GRANT_PUT,	/* sem holds grant token */
 	STORE_GRANT_DEL,	/* grant token of sem is gone */
-	STORE_TOKENS		/* every token issued is <= tokens */
+	STORE_TOKENS,		/* every token issued is <= tokens */
+	STORE_DISOWN		/* give the data set up (clean shutdown) */
 };
 
 enum store_grant_kind {
@@ -56,6 +57,8 @@ struct store_change {
 	uint32_t		 n;		/* STORE_GRANT_PUT */
 	enum store_grant_kind	 kind;		/* STORE_GRANT_PUT */
 	uint64_t		 deadline_unix_ms; /* leases: wall-clock end */
+	const char		*holder_name;	/* STORE_GRANT_PUT; NULL: - */
+	const char		*holder_addr;	/* STORE_GRANT_PUT; NULL: - */
 };
 
 /* What the asynchronous connection reports; ctx is the create's. */
@@ -92,12 +95,16 @@ struct store_events {
 	void	(*repaired)(void *ctx, char **keys, size_t nkeys);
 };
 
-/* What store_load finds, one call per object. */
+/*
+ * What store_load finds, one call per object. A grant's holder name and
+ * address are NULL when unknown (stored as "-", or by an older semd).
+ */
 struct store_loader {
 	void	(*sem)(void *ctx, const char *name, uint32_t capacity);
 	void	(*grant)(void *ctx, const char *sem, uint64_t token,
 		    uint32_t n, enum store_grant_kind kind,
-		    uint64_t deadline_unix_ms);
+		    uint64_t deadline_unix_ms, const char *holder_name,
+		    const char *holder_addr);
 };
 
 #define STORE_ADDR_MAX	256	/* an advertised HOST:PORT */

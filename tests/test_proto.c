@@ -129,6 +129,10 @@ static const struct {
 	{ "STATS", VERB_STATS },
 	{ "QUIT", VERB_QUIT },
 	{ "ROLE", VERB_ROLE },
+	{ "NAME w", VERB_NAME },
+	{ "CLIENTS", VERB_CLIENTS },
+	{ "KILL 1", VERB_KILL },
+	{ "WATCH s 1", VERB_WATCH },
 };
 
 START_TEST(test_verb_table_complete)
@@ -214,6 +218,128 @@ START_TEST(test_noarg_verbs)
 	ck_ok("role");
 	ck_assert_int_eq(req.verb, VERB_ROLE);
 	ck_bad("ROLE x", "wrong number of arguments for 'ROLE'");
+	ck_ok("clients");
+	ck_assert_int_eq(req.verb, VERB_CLIENTS);
+	ck_bad("CLIENTS x", "wrong number of arguments for 'CLIENTS'");
+}
+END_TEST
+
+/* --- 1.1: NAME, KILL, WATCH --- */
+
+START_TEST(test_name_verb)
+{
+	char	line[128];
+
+	ck_ok("NAME billing-worker@web3:4121");
+	ck_assert_int_eq(req.verb, VERB_NAME);
+	ck_word(req.arg, "billing-worker@web3:4121");
+	ck_ok("name Az09_.:/-@");
+	ck_word(req.arg, "Az09_.:/-@");
+	ck_ok("NAME @");
+	ck_word(req.arg, "@");
+	ck_ok("NAME\tMixed\t");
+	ck_word(req.arg, "Mixed");
+
+	/* 64 bytes pass, 65 do not. */
+	memcpy(line, "NAME ", 5);
+	memset(line + 5, 'x', 64);
+	line[69] = '\0';
+	ck_ok(line);
+	ck_assert_uint_eq(req.arg.len, 64);
+	ck_assert_ptr_eq(req.arg.p, line + 5);
+	line[69] = 'x';
+	line[70] = '\0';
+	ck_bad(line, "invalid label 'xxxxxxxx");
+	ck_bad(line, "1..64 bytes");
+
+	ck_bad("NAME a=b", "invalid label 'a=b'");
+	ck_bad("NAME a!", "invalid label 'a!'");
+	ck_bad("NAME \xc3\xa9x", "invalid label '?" "?x'");
+	ck_bad_len("NAME a\0b", 8, "invalid label 'a?b'");
+	ck_bad("NAME", "wrong number of arguments for 'NAME' (usage: "
+	    "NAME <label>)");
+	ck_bad("NAME a b", "wrong number of arguments for 'NAME'");
+
+	ck_assert_int_eq(proto_valid_label("a@b", 3), 1);
+	ck_assert_int_eq(proto_valid_label("", 0), 0);
+	ck_assert_int_eq(proto_valid_label("a b", 3), 0);
+	ck_assert_int_eq(proto_valid_label("a\tb", 3), 0);
+	/* len, not NUL, ends the label */
+	ck_assert_int_eq(proto_valid_label("ab!", 2), 1);
+}
+END_TEST
+
+/* Every byte in a label: the name alphabet and '@' pass. */
+START_TEST(test_label_byte)
+{
+	const char	*alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789_.:/-@";
+	char		 line[] = "NAME a?b";
+	int		 valid;
+
+	if (_i == ' ' || _i == '\t')
+		return;		/* a blank splits the label */
+	line[6] = (char)_i;
+	valid = _i != 0 && strchr(alphabet, _i) != NULL;
+	if (valid) {
+		ck_assert_int_eq(parse_len(line, 8), PROTO_PARSE_OK);
+		ck_word_len(req.arg, line + 5, 3);
+	} else
+		ck_bad_len(line, 8, "invalid label");
+}
+END_TEST
+
+START_TEST(test_kill)
+{
+	ck_ok("KILL 42");
+	ck_assert_int_eq(req.verb, VERB_KILL);
+	ck_assert_uint_eq(req.conn_id, 42);
+	ck_ok("kill 0");
+	ck_assert_uint_eq(req.conn_id, 0);
+	ck_ok("KILL 18446744073709551615");
+	ck_assert_uint_eq(req.conn_id, UINT64_MAX);
+	ck_bad("KILL 18446744073709551616", "invalid connection id "
+	    "'18446744073709551616'");
+	ck_bad("KILL -1", "invalid connection id '-1'");
+	ck_bad("KILL me", "invalid connection id 'me'");
+	ck_bad("KILL", "wrong number of arguments for 'KILL' (usage: "
+	    "KILL <conn id>)");
+	ck_bad("KILL 1 2", "wrong number of arguments for 'KILL'");
+}
+END_TEST
+
+START_TEST(test_watch)
+{
+	ck_ok("WATCH s 42");
+	ck_assert_int_eq(req.verb, VERB_WATCH);
+	ck_word(req.sem, "s");
+	ck_assert_uint_eq(req.token, 42);
+	ck_assert_int_eq(req.timeout_ms, -1);
+
+	ck_ok("watch db-pool 18446744073709551615 timeout 2500");
+	ck_word(req.sem, "db-pool");
+	ck_assert_uint_eq(req.token, UINT64_MAX);
+	ck_assert_int_eq(req.timeout_ms, 2500);
+	ck_ok("WATCH s 1 TIMEOUT 0");
+	ck_assert_int_eq(req.timeout_ms, 0);
+	ck_ok("WATCH s 1 TIMEOUT 2147483647");
+	ck_assert_int_eq(req.timeout_ms, 2147483647);
+
+	ck_bad("WATCH s 1 TIMEOUT 2147483648", "invalid TIMEOUT "
+	    "'2147483648'");
+	ck_bad("WATCH s 1 TIMEOUT -1", "invalid TIMEOUT '-1'");
+	ck_bad("WATCH s 1 TIMEOUT", "TIMEOUT needs a value in ms");
+	ck_bad("WATCH s 1 LEASE 5", "unexpected 'LEASE' in WATCH");
+	ck_bad("WATCH s 1 5", "unexpected '5' in WATCH");
+	ck_bad("WATCH s 1 TIMEOUT 5 TIMEOUT 6",
+	    "wrong number of arguments for 'WATCH'");
+	ck_bad("WATCH s 1 TIMEOUT 5 x", "wrong number of arguments for "
+	    "'WATCH' (usage: WATCH <sem> <token> [TIMEOUT <ms>])");
+	ck_bad("WATCH s", "wrong number of arguments for 'WATCH'");
+	ck_bad("WATCH", "wrong number of arguments for 'WATCH'");
+	ck_bad("WATCH bad!name 1", "invalid semaphore name 'bad!name'");
+	ck_bad("WATCH s x", "invalid token 'x'");
+	ck_bad("WATCH s 18446744073709551616", "invalid token");
 }
 END_TEST
 
@@ -805,6 +931,97 @@ START_TEST(test_format_err)
 }
 END_TEST
 
+/* A duration with bare numbers in the unit bare (ms); -1 when refused. */
+static int64_t
+dur(const char *s, uint64_t bare)
+{
+	uint64_t	v;
+
+	if (proto_parse_duration_ms(s, strlen(s), bare, UINT64_MAX, &v) != 0)
+		return (-1);
+	return ((int64_t)v);
+}
+
+START_TEST(test_durations)
+{
+	uint64_t	v;
+
+	/* semd-cli: a bare number is seconds, as flock -w, timeout, sleep */
+	ck_assert_int_eq(dur("30", 1000), 30000);
+	ck_assert_int_eq(dur("1.5", 1000), 1500);
+	/* semd.conf: a bare number is milliseconds, as the protocol's <ms> */
+	ck_assert_int_eq(dur("30", 1), 30);
+	ck_assert_int_eq(dur("0", 1), 0);
+	/* units, case-insensitive, decimals */
+	ck_assert_int_eq(dur("250ms", 1000), 250);
+	ck_assert_int_eq(dur("1.5s", 1), 1500);
+	ck_assert_int_eq(dur("2m", 1), 120000);
+	ck_assert_int_eq(dur("24h", 1), 86400000);
+	ck_assert_int_eq(dur("0.5H", 1), 1800000);
+	ck_assert_int_eq(dur("1S", 1), 1000);
+	ck_assert_int_eq(dur("10MS", 1), 10);
+	ck_assert_int_eq(dur("007s", 1), 7000);
+	/* fractions are kept to the millisecond, truncated */
+	ck_assert_int_eq(dur("1.2345s", 1), 1234);
+	ck_assert_int_eq(dur("0.0001s", 1), 0);
+	ck_assert_int_eq(dur("1.999ms", 1), 1);
+	ck_assert_int_eq(dur("0.1234567890123456789h", 1), 444444);
+	/* malformed */
+	ck_assert_int_eq(dur("", 1), -1);
+	ck_assert_int_eq(dur("s", 1), -1);
+	ck_assert_int_eq(dur(".5s", 1), -1);
+	ck_assert_int_eq(dur("5.s", 1), -1);
+	ck_assert_int_eq(dur("-1s", 1), -1);
+	ck_assert_int_eq(dur("+1s", 1), -1);
+	ck_assert_int_eq(dur("1 s", 1), -1);
+	ck_assert_int_eq(dur("1sec", 1), -1);
+	ck_assert_int_eq(dur("1d", 1), -1);
+	ck_assert_int_eq(dur("1.2.3s", 1), -1);
+	ck_assert_int_eq(dur("1e3", 1), -1);
+	ck_assert_int_eq(dur("0x10", 1), -1);
+	/* overflow and max */
+	ck_assert_int_eq(proto_parse_duration_ms("18446744073709551615", 20,
+	    1, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(dur("18446744073709551616", 1), -1);
+	ck_assert_int_eq(dur("18446744073709551615h", 1), -1);
+	ck_assert_int_eq(dur("5124095576030431.9h", 1), -1);
+	ck_assert_int_eq(proto_parse_duration_ms("61s", 3, 1, 60000, &v), -1);
+	ck_assert_int_eq(proto_parse_duration_ms("60s", 3, 1, 60000, &v), 0);
+	ck_assert_uint_eq(v, 60000);
+	/* only len bytes are read */
+	ck_assert_int_eq(proto_parse_duration_ms("15sXX", 3, 1, 60000, &v), 0);
+	ck_assert_uint_eq(v, 15000);
+}
+END_TEST
+
+START_TEST(test_sizes)
+{
+	uint64_t	v;
+
+	ck_assert_int_eq(proto_parse_units("8mb", 3, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 8 * 1024 * 1024);
+	ck_assert_int_eq(proto_parse_units("1k", 2, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 1000);
+	ck_assert_int_eq(proto_parse_units("1.5KB", 5, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 1536);
+	ck_assert_int_eq(proto_parse_units("4096", 4, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(proto_parse_units("1ms", 3, proto_size_units, 1,
+	    UINT64_MAX, &v), -1);
+	/* no unit table: bare numbers only */
+	ck_assert_int_eq(proto_parse_units("12k", 3, NULL, 1, UINT64_MAX,
+	    &v), -1);
+	ck_assert_int_eq(proto_parse_units("12", 2, NULL, 1, UINT64_MAX, &v),
+	    0);
+	ck_assert_uint_eq(v, 12);
+}
+END_TEST
+
 START_TEST(test_err_names)
 {
 	static const char *names[] = {
@@ -1041,6 +1258,10 @@ proto_suite(void)
 	tcase_add_test(tc, test_sem_only_verbs);
 	tcase_add_test(tc, test_token_verbs);
 	tcase_add_test(tc, test_refresh);
+	tcase_add_test(tc, test_name_verb);
+	tcase_add_loop_test(tc, test_label_byte, 0, 256);
+	tcase_add_test(tc, test_kill);
+	tcase_add_test(tc, test_watch);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("acquire");
@@ -1080,6 +1301,8 @@ proto_suite(void)
 	tcase_add_test(tc, test_reply_bad);
 	tcase_add_test(tc, test_find_kv);
 	tcase_add_test(tc, test_find_kv_in_reply);
+	tcase_add_test(tc, test_durations);
+	tcase_add_test(tc, test_sizes);
 	suite_add_tcase(s, tc);
 
 	return (s);

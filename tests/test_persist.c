@@ -94,6 +94,8 @@ struct store {
 	struct fake_grant	 load_grants[MAX_LOAD];
 	size_t			 nload_grants;
 	int			 auto_ready;	/* connect, then ready */
+	char			**ready_names;	/* the sems ready() reports */
+	size_t			 nready_names;
 
 	/* What happened. */
 	struct fake_claim	 claims[MAX_CLAIMS];
@@ -248,7 +250,8 @@ static void
 fake_ready(void)
 {
 	fake.ready = 1;
-	fake.ev->ready(fake.ctx, fake.bound, NULL, 0);
+	fake.ev->ready(fake.ctx, fake.bound, fake.ready_names,
+	    fake.nready_names);
 }
 
 static void
@@ -1149,6 +1152,54 @@ START_TEST(test_outage_async)
 }
 END_TEST
 
+/*
+ * A heartbeat finds Redis's token bound gone back (flushed under us):
+ * reconnect, and rewrite Redis whole, deleting what it holds first.
+ */
+START_TEST(test_lost_data)
+{
+	struct persist_stats	 st;
+	char			*names[] = { "gone" };
+	uint64_t		 t1;
+	size_t			 i;
+	struct sem		*s;
+
+	gain("async", "3s");
+	ck_assert_int_eq(engine_create(engine, "a", 1, 1, &s), PERR_NONE);
+	ck_assert_int_eq(acquire("a", &t1), PERR_NONE);
+	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
+	fake_ack(1);
+	fake.ev->heartbeat(fake.ctx, fake.bound);
+	ck_assert_uint_eq(fake.nreconnects, 0);
+
+	fake.bound = 0;
+	fake.ready_names = names;
+	fake.nready_names = 1;
+	fake.ev->heartbeat(fake.ctx, fake.bound);
+	ck_assert_uint_eq(fake.nreconnects, 1);
+	stats(&st);
+	ck_assert_str_eq(st.state, "down");
+	ck_assert_int_eq(st.resync, 1);
+
+	fake_ready();
+	WAIT_FOR(fake.nbatches == 2, WAIT_MS);
+	ck_assert(batch_has(1, STORE_SEM_DEL, "gone", 0));
+	ck_assert(batch_has(1, STORE_SEM_PUT, "a", 0));
+	ck_assert(batch_has(1, STORE_SEM_PUT, "jobs", 0));
+	ck_assert(batch_has(1, STORE_GRANT_PUT, "a", t1));
+	for (i = 0; i < fake.batches[1].n; i++) {
+		if (fake.batches[1].ch[i].type == STORE_TOKENS)
+			break;
+	}
+	ck_assert_uint_lt(i, fake.batches[1].n);
+	ck_assert_uint_gt(fake.batches[1].ch[i].token, t1);
+	fake_ack(1);
+	stats(&st);
+	ck_assert_int_eq(st.resync, 0);
+	ck_assert_str_eq(st.state, "ok");
+}
+END_TEST
+
 /* A clean shutdown writes what the loop had no turn left to send. */
 START_TEST(test_shutdown_writes)
 {
@@ -1181,6 +1232,7 @@ persist_suite(int forking)
 	tcase_add_test(tc, test_standby);
 	tcase_add_test(tc, test_outage_sync);
 	tcase_add_test(tc, test_outage_async);
+	tcase_add_test(tc, test_lost_data);
 	tcase_add_test(tc, test_shutdown_writes);
 	suite_add_tcase(su, tc);
 

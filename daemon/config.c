@@ -23,7 +23,8 @@
 enum config_type {
 	CONF_INT,	/* plain integer */
 	CONF_SIZE,	/* bytes: 1k = 1000, 1kb = 1024, likewise m/mb, g/gb */
-	CONF_DURATION,	/* milliseconds: ms, s or m suffix; bare = ms */
+	CONF_DURATION,	/* milliseconds: ms, s, m or h suffix, decimals; bare
+			   = ms (proto_parse_duration_ms) */
 	CONF_BOOL,	/* yes | no */
 	CONF_STRING,
 	CONF_LOGLEVEL,
@@ -112,47 +113,18 @@ config_lookup(const char *name)
 	return (NULL);
 }
 
-/*
- * Parse a number with an optional unit suffix from units (pairs of suffix
- * and multiplier, NULL-terminated). Returns 0 and sets *out, or -1.
- */
-struct unit {
-	const char	*suffix;
-	int64_t		 mult;
-};
-
+/* A number with an optional unit (proto_parse_units); -1 when bad. */
 static int
-config_parse_number(const char *s, const struct unit *units, int64_t *out)
+config_parse_number(const char *s, const struct proto_unit *units,
+    int64_t *out)
 {
-	uint64_t	 v;
-	size_t		 digits = strspn(s, "0123456789");
-	const char	*suffix = s + digits;
+	uint64_t	v;
 
-	if (digits == 0 || proto_parse_u64(s, digits, INT64_MAX, &v) != 0)
+	if (proto_parse_units(s, strlen(s), units, 1, INT64_MAX, &v) != 0)
 		return (-1);
-	if (*suffix == '\0') {
-		*out = (int64_t)v;
-		return (0);
-	}
-	for (; units != NULL && units->suffix != NULL; units++) {
-		if (strcasecmp(suffix, units->suffix) != 0)
-			continue;
-		if (v > (uint64_t)(INT64_MAX / units->mult))
-			return (-1);
-		*out = (int64_t)v * units->mult;
-		return (0);
-	}
-	return (-1);
+	*out = (int64_t)v;
+	return (0);
 }
-
-static const struct unit size_units[] = {
-	{ "k", 1000 }, { "kb", 1024 }, { "m", 1000 * 1000 },
-	{ "mb", 1024 * 1024 }, { "g", 1000 * 1000 * 1000 },
-	{ "gb", 1024 * 1024 * 1024 }, { NULL, 0 }
-};
-static const struct unit duration_units[] = {
-	{ "ms", 1 }, { "s", 1000 }, { "m", 60 * 1000 }, { NULL, 0 }
-};
 
 static int
 config_set_sem(struct config *cfg, const char *name, const char *cap,
@@ -265,13 +237,14 @@ config_apply(struct config *cfg, const struct config_directive *d,
 			    strspn(argv[0], "01234567") != strlen(argv[0]) ||
 			    argv[0][0] == '\0') ? -1 : 0;
 		else
-			rc = config_parse_number(argv[0], NULL, &v);
+			rc = proto_parse_u64(argv[0], strlen(argv[0]),
+			    INT64_MAX, (uint64_t *)&v);
 		break;
 	case CONF_SIZE:
-		rc = config_parse_number(argv[0], size_units, &v);
+		rc = config_parse_number(argv[0], proto_size_units, &v);
 		break;
 	case CONF_DURATION:
-		rc = config_parse_number(argv[0], duration_units, &v);
+		rc = config_parse_number(argv[0], proto_duration_units, &v);
 		break;
 	default:
 		abort();
@@ -285,7 +258,7 @@ config_apply(struct config *cfg, const struct config_directive *d,
 			    (long long)d->min, (long long)d->max,
 			    d->type == CONF_SIZE ? " bytes, k/kb/m/mb/g/gb "
 			    "suffix allowed" : d->type == CONF_DURATION ?
-			    " ms, ms/s/m suffix allowed" : "");
+			    " ms, ms/s/m/h suffix and decimals allowed" : "");
 			return (-1);
 		}
 	}

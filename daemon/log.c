@@ -146,3 +146,50 @@ xstrdup(const char *s)
 		abort();
 	return (p);
 }
+
+#define LOG_REPEAT_MS	60000
+
+static uint64_t
+log_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
+void
+log_repeat(struct log_repeat *r, const char *subject, const char *why)
+{
+	uint64_t	now = log_now_ms();
+
+	if (strcmp(r->what, why) != 0) {
+		if (r->count > 0)
+			log_warnx("%s: '%s' happened %llu more times", subject,
+			    r->what, (unsigned long long)r->count);
+		snprintf(r->what, sizeof(r->what), "%s", why);
+		r->count = 0;
+		r->logged_ms = now;
+		log_warnx("%s: %s", subject, why);
+		return;
+	}
+	r->count++;
+	if (now - r->logged_ms >= LOG_REPEAT_MS) {
+		log_warnx("%s: still failing: %s (%llu times in the last %llu "
+		    "s)", subject, why, (unsigned long long)r->count,
+		    (unsigned long long)(now - r->logged_ms) / 1000);
+		r->count = 0;
+		r->logged_ms = now;
+	}
+}
+
+int
+log_repeat_end(struct log_repeat *r, const char *subject)
+{
+	if (r->what[0] == '\0')
+		return (0);
+	log_info("%s: back (after '%s', seen %llu more times)", subject,
+	    r->what, (unsigned long long)r->count);
+	memset(r, 0, sizeof(*r));
+	return (1);
+}

@@ -10,6 +10,7 @@
 #define SEMD_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 enum log_level {
 	LOG_LEVEL_DEBUG,
@@ -46,5 +47,26 @@ void		 fatalx(const char *fmt, ...)
 /* Allocation that aborts on failure: limits, not malloc, bound memory. */
 void		*xcalloc(size_t n, size_t size);
 char		*xstrdup(const char *s);
+
+/*
+ * A failure that may recur for a long time (Redis refusing writes): it is
+ * logged once, then only counted, and logged again with its count at most
+ * once a minute; the end of it is logged once. A flood of identical lines
+ * tells an operator nothing more than one line and a count.
+ */
+struct log_repeat {
+	char		what[256];	/* the failure seen last; "" none */
+	uint64_t	count;		/* seen again since last logged */
+	uint64_t	logged_ms;	/* when it was last logged */
+};
+
+/* Log "subject: why" at warn level, or count it (see above). */
+void		 log_repeat(struct log_repeat *r, const char *subject,
+		    const char *why);
+/*
+ * The failure is over: log "subject: back (after ...)" at info level if
+ * one was seen, and forget it. Returns 1 if one was seen.
+ */
+int		 log_repeat_end(struct log_repeat *r, const char *subject);
 
 #endif /* SEMD_LOG_H */

@@ -47,6 +47,7 @@
 #define PERSIST_RETRY_LOAD_MS	1000
 /* A standby claims this often at the most (owner-lease / 4 if less). */
 #define PERSIST_POLL_MAX_MS	500
+#define PERSIST_CLAIM_BACKOFF_MAX_MS 2000
 
 enum persist_state {
 	PST_OFF,	/* persistence none */
@@ -94,6 +95,10 @@ struct persist {
 	char			 advertise[STORE_ADDR_MAX];
 	uint64_t		 owner_until_ms; /* act as owner until then */
 	uint64_t		 held_epoch;	/* ours before we lost it */
+	uint64_t		 owned_seen_ms;	/* standby no: saw another owner */
+	uint64_t		 claim_backoff_ms; /* claims failing: the next try */
+	struct log_repeat	 claim_failure;
+	char			 subject[320];	/* "redis ADDRESS", for the log */
 	int			 listening;	/* the server listens */
 
 	struct dirty_sem	*dirty_sems, *flight_sems;
@@ -759,11 +764,30 @@ persist_not_owner(struct persist *p, const struct store_owner *own)
 		fatalx("%s was taken over (epoch %llu) since this daemon lost "
 		    "it; exiting (standby no)", dataset,
 		    (unsigned long long)own->epoch);
-	if (!p->cfg->standby)
+	if (!p->cfg->standby) {
+		/*
+		 * The key may be a crashed predecessor's (kill -9, then a
+		 * restart): only a key still held after a whole lease belongs
+		 * to a live owner.
+		 */
+		if (p->owned_seen_ms == 0) {
+			p->owned_seen_ms = timers_now_ms();
+			log_info("%s is owned by %s (epoch %llu); waiting up to "
+			    "owner-lease (%lld ms) to see whether that owner is "
+			    "alive", dataset, own->addr,
+			    (unsigned long long)own->epoch,
+			    (long long)p->cfg->owner_lease_ms);
+		}
+		if (timers_now_ms() - p->owned_seen_ms <=
+		    (uint64_t)p->cfg->owner_lease_ms + persist_poll_ms(p)) {
+			persist_claim_in(p, persist_poll_ms(p));
+			return;
+		}
 		fatalx("%s is owned by %s (epoch %llu); exiting: a second "
 		    "owner could over-grant (set \"standby yes\" to wait as "
 		    "its standby)", dataset, own->addr,
 		    (unsigned long long)own->epoch);
+	}
 	p->epoch = own->epoch;
 	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", own->addr);
 	p->role = ROLE_STANDBY;
@@ -780,24 +804,35 @@ persist_claim_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct persist		*p = arg;
 	struct store_owner	 own;
-	char			 err[256];
+	char			 err[200];
 	const char		*how;
+	uint64_t		 retry_ms;
 
 	(void)fd;
 	(void)what;
 	if (p->ops->claim(p->store, p->advertise, p->held_epoch,
 	    !p->cfg->standby && p->held_epoch != 0, &own, err,
 	    sizeof(err)) != 0) {
-		if (strcmp(p->last_error, err) != 0)
-			log_warnx("redis %s: %s; retrying every %llu ms",
-			    p->ops->address(p->store), err,
-			    (unsigned long long)(p->role == ROLE_STANDBY ?
-			    persist_poll_ms(p) : PERSIST_RETRY_LOAD_MS));
-		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
-		persist_claim_in(p, p->role == ROLE_STANDBY ?
-		    persist_poll_ms(p) : PERSIST_RETRY_LOAD_MS);
+		/*
+		 * Redis is unreachable or refuses: back off from the poll (a
+		 * standby) or 1 s (starting up) to at most 2 s, and say it
+		 * once, then how often it recurs.
+		 */
+		retry_ms = p->claim_backoff_ms * 2;
+		if (retry_ms == 0)
+			retry_ms = p->listening ? persist_poll_ms(p) :
+			    PERSIST_RETRY_LOAD_MS;
+		if (retry_ms > PERSIST_CLAIM_BACKOFF_MAX_MS)
+			retry_ms = PERSIST_CLAIM_BACKOFF_MAX_MS;
+		p->claim_backoff_ms = retry_ms;
+		snprintf(p->last_error, sizeof(p->last_error), "cannot load: %s",
+		    err);
+		log_repeat(&p->claim_failure, p->subject, p->last_error);
+		persist_claim_in(p, retry_ms);
 		return;
 	}
+	p->claim_backoff_ms = 0;
+	log_repeat_end(&p->claim_failure, p->subject);
 	if (!own.ours) {
 		persist_not_owner(p, &own);
 		return;
@@ -871,6 +906,8 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 	p->role = ROLE_STANDBY;
 	p->state = PST_LOADING;
 	p->store = ops->create(cfg, base, &events, p);
+	snprintf(p->subject, sizeof(p->subject), "redis %s",
+	    ops->address(p->store));
 	p->flush_ev = event_new(base, -1, 0, persist_flush_cb, p);
 	p->claim_ev = evtimer_new(base, persist_claim_cb, p);
 	p->owner_ev = evtimer_new(base, persist_owner_cb, p);
@@ -892,9 +929,12 @@ persist_free(struct persist *p)
 			batch_full(p, &b);
 		else if (persist_backlog(p) > 0)
 			batch_from_dirty(p, &b);
-		if (b.n > 0 && p->ops->write_blocking(p->store, b.ch, b.n) == 0)
-			log_info("redis %s: %zu final changes written",
-			    p->ops->address(p->store), b.n);
+		/* Last of all: a standby may take over at once. */
+		batch_add(&b)->type = STORE_DISOWN;
+		if (p->ops->write_blocking(p->store, b.ch, b.n) == 0)
+			log_info("redis %s: %zu final changes written; gave up "
+			    "ownership (epoch %llu)", p->ops->address(p->store),
+			    b.n - 1, (unsigned long long)p->epoch);
 		free(b.ch);
 	}
 	persist_drop_pending(p);

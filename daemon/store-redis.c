@@ -49,8 +49,6 @@
 #define STORE_HEARTBEAT_MS	1000	/* at most; owner-lease / 3 if less */
 #define STORE_BACKOFF_MIN_MS	100
 #define STORE_BACKOFF_MAX_MS	2000
-/* A failure that keeps recurring is logged again at most this often. */
-#define STORE_REPEAT_LOG_MS	60000
 /* A batch may take redis-timeout, plus this per change, to be answered. */
 #define STORE_CHANGES_PER_MS	50
 
@@ -99,13 +97,12 @@ struct store {
 	char			 write_sha[48];	/* SCRIPT LOAD answers */
 	char			 renew_sha[48];
 
-	char			 last_why[256];	/* the failure seen last */
-	uint64_t		 repeats;	/* ...seen again since logged */
-	uint64_t		 logged_ms;
+	struct log_repeat	 failure;	/* what keeps failing, if so */
 
 	char			 host[256];	/* or the unix socket path */
 	int			 port;		/* 0: unix socket */
 	char			 address[300];
+	char			 subject[310];	/* "redis ADDRESS", for the log */
 	char			 dataset[400];
 	char			 appendonly[16];
 	char			 appendfsync[16];
@@ -198,6 +195,10 @@ store_encode(struct store *st, const struct store_change *ch,
 		store_emit_words(emit, arg, 3,
 		    (const char *[]){ "HDEL", key, num });
 		break;
+	case STORE_DISOWN:
+		store_key(st, key, NULL, 0, "owner");
+		store_emit_words(emit, arg, 2, (const char *[]){ "DEL", key });
+		break;
 	case STORE_TOKENS:
 		store_key(st, key, NULL, 0, "tokens");
 		snprintf(num, sizeof(num), "%llu",
@@ -267,8 +268,8 @@ store_owner_value(struct store *st, char *buf, size_t len)
 
 /*
  * The words of a fenced script call: verb ("EVAL" or "EVALSHA") and
- * script (its text or SHA1), then the fence, then extra (NULL-terminated
- * further KEYS, counted in nkeys beyond the owner key).
+ * script (its text or SHA1), the keys owner and epoch, then extra_key if
+ * not NULL, then the fence's arguments.
  */
 static void
 store_fenced_call(struct store *st, struct store_argv *a, const char *verb,
@@ -279,8 +280,10 @@ store_fenced_call(struct store *st, struct store_argv *a, const char *verb,
 
 	store_argv_pushs(a, verb);
 	store_argv_pushs(a, script);
-	store_argv_pushs(a, extra_key != NULL ? "2" : "1");
+	store_argv_pushs(a, extra_key != NULL ? "3" : "2");
 	store_key(st, key, NULL, 0, "owner");
+	store_argv_pushs(a, key);
+	store_key(st, key, NULL, 0, "epoch");
 	store_argv_pushs(a, key);
 	if (extra_key != NULL)
 		store_argv_pushs(a, extra_key);
@@ -692,12 +695,6 @@ out:
 	return (rc);
 }
 
-static void
-store_advertise(struct store *st, const char *addr)
-{
-	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
-}
-
 /* --- the asynchronous connection --- */
 
 static void
@@ -787,13 +784,7 @@ store_succeeded(struct store *st)
 	evtimer_del(st->deadline_ev);
 	st->busy = 0;
 	st->backoff_ms = 0;
-	if (st->last_why[0] != '\0') {
-		log_info("redis %s: back: writes go through again (after "
-		    "'%s', seen %llu more times)", st->address, st->last_why,
-		    (unsigned long long)st->repeats);
-		st->last_why[0] = '\0';
-		st->repeats = 0;
-	}
+	log_repeat_end(&st->failure, st->subject);
 	st->ev.renewed(st->ctx, st->sent_ms);
 }
 
@@ -1081,34 +1072,12 @@ store_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 	store_arm_deadline(st, 0);
 }
 
-/*
- * Say what is wrong once, then how often it recurs: a Redis that keeps
- * refusing writes must not flood the log.
- */
+/* The address changed: the owner key says so with the next renewal, now. */
 static void
-store_log_failure(struct store *st, const char *why)
+store_advertise(struct store *st, const char *addr)
 {
-	uint64_t	now = timers_now_ms();
-
-	if (strcmp(st->last_why, why) != 0) {
-		if (st->repeats > 0)
-			log_warnx("redis %s: '%s' happened %llu more times",
-			    st->address, st->last_why,
-			    (unsigned long long)st->repeats);
-		snprintf(st->last_why, sizeof(st->last_why), "%s", why);
-		st->repeats = 0;
-		st->logged_ms = now;
-		log_warnx("redis %s: %s", st->address, why);
-		return;
-	}
-	st->repeats++;
-	if (now - st->logged_ms >= STORE_REPEAT_LOG_MS) {
-		log_warnx("redis %s: still failing: %s (%llu times in the last "
-		    "%llu s)", st->address, why, (unsigned long long)st->repeats,
-		    (unsigned long long)(now - st->logged_ms) / 1000);
-		st->repeats = 0;
-		st->logged_ms = now;
-	}
+	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
+	store_heartbeat_cb(-1, 0, st);
 }
 
 /*
@@ -1133,7 +1102,7 @@ store_fail(struct store *st, const char *why, int drop)
 	evtimer_del(st->deadline_ev);
 	if (ac != NULL && drop)
 		redisAsyncFree(ac);	/* our callbacks now ignore it */
-	store_log_failure(st, reason);
+	log_repeat(&st->failure, st->subject, reason);
 
 	st->backoff_ms = st->backoff_ms == 0 ? STORE_BACKOFF_MIN_MS :
 	    st->backoff_ms * 2;
@@ -1213,6 +1182,7 @@ store_new(const struct config *cfg, struct event_base *base,
 		st->port = atoi(colon + 1);
 	}
 	snprintf(st->address, sizeof(st->address), "%s", cfg->redis);
+	snprintf(st->subject, sizeof(st->subject), "redis %s", cfg->redis);
 	snprintf(st->dataset, sizeof(st->dataset), "redis %s db %lld prefix "
 	    "'%s'", cfg->redis, (long long)cfg->redis_db, cfg->redis_prefix);
 	snprintf(st->durability, sizeof(st->durability), "unknown");

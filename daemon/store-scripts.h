@@ -15,9 +15,23 @@
 #ifndef SEMD_STORE_SCRIPTS_H
 #define SEMD_STORE_SCRIPTS_H
 
-/* The fence, shared by the write and renew scripts. */
+/*
+ * The fence, shared by the write and renew scripts: KEYS owner, epoch;
+ * ARGV fence ("EPOCH ID "), value, lease ms. An owner key that is absent
+ * while the epoch counter is below ours means Redis lost its data
+ * (flushed, restarted empty): nobody took over, so the claim is put back
+ * and the caller, seeing the token bound gone too, rewrites everything.
+ */
 #define STORE_LUA_FENCE							\
 	"local cur = redis.pcall('GET', KEYS[1])\n"			\
+	"if cur == false then\n"						\
+	"  local mine = tonumber(string.match(ARGV[1], '^(%d+)'))\n"	\
+	"  local last = tonumber(redis.pcall('GET', KEYS[2])) or 0\n"	\
+	"  if mine and last < mine then\n"				\
+	"    redis.call('SET', KEYS[2], mine)\n"			\
+	"    cur = ARGV[2]\n"						\
+	"  end\n"							\
+	"end\n"								\
 	"if type(cur) ~= 'string' or "					\
 	"string.sub(cur, 1, #ARGV[1]) ~= ARGV[1] then\n"		\
 	"  local shown = type(cur) == 'string' and cur or '-'\n"	\
@@ -52,7 +66,7 @@
 	"return {1, v, epoch}\n"
 
 /*
- * Write: KEYS owner; ARGV fence, value, lease ms, then commands, each as
+ * Write: KEYS owner, epoch; ARGV fence, value, lease ms, then commands, each as
  * its word count and its words. A key of semd's with the wrong type (a
  * foreign key under the prefix) is replaced: semd's keys are its copy of
  * memory. Answers the list of keys replaced; any other error aborts.
@@ -78,13 +92,14 @@
 	"return repaired\n"
 
 /*
- * Renew (the heartbeat): KEYS owner, tokens; ARGV fence, value, lease ms.
+ * Renew (the heartbeat): KEYS owner, epoch, tokens; ARGV fence, value,
+ * lease ms.
  * Answers the token bound ("0" when absent, "wrongtype" when P tokens is
  * not a string).
  */
 #define STORE_LUA_RENEW							\
 	STORE_LUA_FENCE							\
-	"local t = redis.pcall('GET', KEYS[2])\n"			\
+	"local t = redis.pcall('GET', KEYS[3])\n"			\
 	"if type(t) == 'table' then return 'wrongtype' end\n"		\
 	"return t or '0'\n"
 

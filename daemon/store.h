@@ -39,7 +39,8 @@ enum store_change_type {
 	STORE_SEM_DEL,		/* sem and all its grants are gone */
 	STORE_GRANT_PUT,	/* sem holds grant token */
 	STORE_GRANT_DEL,	/* grant token of sem is gone */
-	STORE_TOKENS		/* every token issued is <= tokens */
+	STORE_TOKENS,		/* every token issued is <= tokens */
+	STORE_DISOWN		/* give the data set up (clean shutdown) */
 };
 
 enum store_grant_kind {

@@ -147,6 +147,33 @@ int			 proto_valid_name(const char *name, size_t len);
 int			 proto_parse_u64(const char *p, size_t len, uint64_t max,
 			    uint64_t *out);
 
+/* A unit suffix and what it multiplies by (number.c). */
+struct proto_unit {
+	const char	*suffix;	/* lower case; NULL ends a table */
+	uint64_t	 mult;
+};
+
+extern const struct proto_unit proto_duration_units[];	/* ms s m h */
+extern const struct proto_unit proto_size_units[];	/* k kb m mb g gb */
+
+/*
+ * Parse "digits[.digits][unit]" (the whole word) with a unit from units
+ * (case-insensitive); a bare number is multiplied by bare_mult. A fraction
+ * is kept to the base unit, truncated. Returns 0 and sets *out, or -1 when
+ * malformed, overflowing or above max.
+ */
+int			 proto_parse_units(const char *s, size_t len,
+			    const struct proto_unit *units, uint64_t bare_mult,
+			    uint64_t max, uint64_t *out);
+/*
+ * A duration in milliseconds: "250ms", "1.5s", "2m", "24h"; a bare number
+ * is in bare_mult ms (1000: seconds, as semd-cli; 1: milliseconds, as
+ * semd.conf).
+ */
+int			 proto_parse_duration_ms(const char *s, size_t len,
+			    uint64_t bare_mult, uint64_t max_ms,
+			    uint64_t *out_ms);
+
 /*
  * Format the line "ERR CODE text" (no "\r\n") into buf (size bytes, always
  * NUL-terminated when size > 0); returns the length of the whole line, as

@@ -805,6 +805,97 @@ START_TEST(test_format_err)
 }
 END_TEST
 
+/* A duration with bare numbers in the unit bare (ms); -1 when refused. */
+static int64_t
+dur(const char *s, uint64_t bare)
+{
+	uint64_t	v;
+
+	if (proto_parse_duration_ms(s, strlen(s), bare, UINT64_MAX, &v) != 0)
+		return (-1);
+	return ((int64_t)v);
+}
+
+START_TEST(test_durations)
+{
+	uint64_t	v;
+
+	/* semd-cli: a bare number is seconds, as flock -w, timeout, sleep */
+	ck_assert_int_eq(dur("30", 1000), 30000);
+	ck_assert_int_eq(dur("1.5", 1000), 1500);
+	/* semd.conf: a bare number is milliseconds, as the protocol's <ms> */
+	ck_assert_int_eq(dur("30", 1), 30);
+	ck_assert_int_eq(dur("0", 1), 0);
+	/* units, case-insensitive, decimals */
+	ck_assert_int_eq(dur("250ms", 1000), 250);
+	ck_assert_int_eq(dur("1.5s", 1), 1500);
+	ck_assert_int_eq(dur("2m", 1), 120000);
+	ck_assert_int_eq(dur("24h", 1), 86400000);
+	ck_assert_int_eq(dur("0.5H", 1), 1800000);
+	ck_assert_int_eq(dur("1S", 1), 1000);
+	ck_assert_int_eq(dur("10MS", 1), 10);
+	ck_assert_int_eq(dur("007s", 1), 7000);
+	/* fractions are kept to the millisecond, truncated */
+	ck_assert_int_eq(dur("1.2345s", 1), 1234);
+	ck_assert_int_eq(dur("0.0001s", 1), 0);
+	ck_assert_int_eq(dur("1.999ms", 1), 1);
+	ck_assert_int_eq(dur("0.1234567890123456789h", 1), 444444);
+	/* malformed */
+	ck_assert_int_eq(dur("", 1), -1);
+	ck_assert_int_eq(dur("s", 1), -1);
+	ck_assert_int_eq(dur(".5s", 1), -1);
+	ck_assert_int_eq(dur("5.s", 1), -1);
+	ck_assert_int_eq(dur("-1s", 1), -1);
+	ck_assert_int_eq(dur("+1s", 1), -1);
+	ck_assert_int_eq(dur("1 s", 1), -1);
+	ck_assert_int_eq(dur("1sec", 1), -1);
+	ck_assert_int_eq(dur("1d", 1), -1);
+	ck_assert_int_eq(dur("1.2.3s", 1), -1);
+	ck_assert_int_eq(dur("1e3", 1), -1);
+	ck_assert_int_eq(dur("0x10", 1), -1);
+	/* overflow and max */
+	ck_assert_int_eq(proto_parse_duration_ms("18446744073709551615", 20,
+	    1, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(dur("18446744073709551616", 1), -1);
+	ck_assert_int_eq(dur("18446744073709551615h", 1), -1);
+	ck_assert_int_eq(dur("5124095576030431.9h", 1), -1);
+	ck_assert_int_eq(proto_parse_duration_ms("61s", 3, 1, 60000, &v), -1);
+	ck_assert_int_eq(proto_parse_duration_ms("60s", 3, 1, 60000, &v), 0);
+	ck_assert_uint_eq(v, 60000);
+	/* only len bytes are read */
+	ck_assert_int_eq(proto_parse_duration_ms("15sXX", 3, 1, 60000, &v), 0);
+	ck_assert_uint_eq(v, 15000);
+}
+END_TEST
+
+START_TEST(test_sizes)
+{
+	uint64_t	v;
+
+	ck_assert_int_eq(proto_parse_units("8mb", 3, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 8 * 1024 * 1024);
+	ck_assert_int_eq(proto_parse_units("1k", 2, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 1000);
+	ck_assert_int_eq(proto_parse_units("1.5KB", 5, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 1536);
+	ck_assert_int_eq(proto_parse_units("4096", 4, proto_size_units, 1,
+	    UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(proto_parse_units("1ms", 3, proto_size_units, 1,
+	    UINT64_MAX, &v), -1);
+	/* no unit table: bare numbers only */
+	ck_assert_int_eq(proto_parse_units("12k", 3, NULL, 1, UINT64_MAX,
+	    &v), -1);
+	ck_assert_int_eq(proto_parse_units("12", 2, NULL, 1, UINT64_MAX, &v),
+	    0);
+	ck_assert_uint_eq(v, 12);
+}
+END_TEST
+
 START_TEST(test_err_names)
 {
 	static const char *names[] = {
@@ -1080,6 +1171,8 @@ proto_suite(void)
 	tcase_add_test(tc, test_reply_bad);
 	tcase_add_test(tc, test_find_kv);
 	tcase_add_test(tc, test_find_kv_in_reply);
+	tcase_add_test(tc, test_durations);
+	tcase_add_test(tc, test_sizes);
 	suite_add_tcase(s, tc);
 
 	return (s);

@@ -5,12 +5,18 @@ queued and get no reply, REFRESH is refused, RELEASE works; semd recovers
 when Redis is back (the waiter is then granted) and writes what changed; a
 Redis that comes back empty (FLUSHALL, restart without data) is
 repopulated from memory; semd waits for Redis at start-up; the STATS
-persistence fields. semd never crashes and exits 0 on SIGTERM."""
+persistence fields. semd never crashes and exits 0 on SIGTERM.
+
+The outages here last longer than the default owner-lease (3 s), after
+which an owner must give up its ownership and close its clients
+(test_ownership.py, test_partition.py). These tests are about what semd
+does while it still owns the data set, so they run with a long lease."""
 import os
 import sys
 import time
 
 sys.dont_write_bytecode = True
+LONG_LEASE = ("--owner-lease", "60s")
 sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from redistest import *  # noqa: E402,F403
@@ -34,7 +40,7 @@ def check_back(c, how):
 def test_sigstopped():
     with start_redis() as r:
         p = start_semd_redis(r, "--semaphore", "s", "3",
-                             "--semaphore", "q", "2")
+                             "--semaphore", "q", "2", *LONG_LEASE)
         a, b, w, x = p.connect(), p.connect(), p.connect(), p.connect()
         tl = expect_token(a, "ACQUIRE s LEASE 60000")
         tb = expect_token(b, "ACQUIRE s")
@@ -92,7 +98,7 @@ def test_sigstopped():
 
 def test_killed_and_restarted():
     with start_redis() as r:
-        p = start_semd_redis(r, "--semaphore", "s", "2")
+        p = start_semd_redis(r, "--semaphore", "s", "2", *LONG_LEASE)
         a, x = p.connect(), p.connect()
         t1 = expect_token(a, "ACQUIRE s")
         r.kill()

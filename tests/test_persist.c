@@ -43,6 +43,11 @@
 #define MAX_ANSWERS	16
 #define WAIT_MS		3000	/* generous bound for what is due at once */
 #define EXIT_FATALX	3	/* the expected fatalx, seen by exit_guard */
+/*
+ * libevent arms a timer from the time cached when its loop turn began, so
+ * a timer armed late in a callback seems to fire that much early.
+ */
+#define EARLY_MS	25
 
 /* --- the fake store --- */
 
@@ -573,6 +578,22 @@ log_has(const char *what)
 	return (found);
 }
 
+/* How many log lines contain what. */
+static unsigned
+log_count(const char *what)
+{
+	FILE		*fp;
+	char		 line[2048];
+	unsigned	 n = 0;
+
+	if ((fp = fopen(logpath, "r")) == NULL)
+		return (0);
+	while (fgets(line, sizeof(line), fp) != NULL)
+		n += strstr(line, what) != NULL;
+	fclose(fp);
+	return (n);
+}
+
 /* A lease grant of n on sem, or the engine's error. */
 static enum proto_err
 acquire(const char *name, uint64_t *token)
@@ -694,18 +715,22 @@ teardown(void)
 
 static const char	*exit_expect;
 static unsigned		 exit_expect_lost, exit_expect_loaded;
+static uint64_t		 exit_not_before_ms;	/* after the first claim */
 
 static void
 exit_guard(int status, void *arg)
 {
+	uint64_t	 early_ms = fake.nclaims > 0 ? fake.claims[0].at_ms +
+			    exit_not_before_ms : UINT64_MAX;
+
 	(void)arg;
 	if (status == 1 && log_has(exit_expect) &&
 	    nlost == exit_expect_lost && nloaded == exit_expect_loaded &&
-	    nstandby == 0)
+	    nstandby == 0 && timers_now_ms() >= early_ms)
 		_exit(EXIT_FATALX);
 	fprintf(stderr, "exit(%d) without \"%s\" in the log, or lost %u, "
-	    "loaded %u, standby %u\n", status, exit_expect, nlost, nloaded,
-	    nstandby);
+	    "loaded %u, standby %u, or before %llu ms\n", status, exit_expect,
+	    nlost, nloaded, nstandby, (unsigned long long)exit_not_before_ms);
 	_exit(2);
 }
 
@@ -716,6 +741,7 @@ expect_exit(const char *line, unsigned lost, unsigned loaded)
 	exit_expect = line;
 	exit_expect_lost = lost;
 	exit_expect_loaded = loaded;
+	exit_not_before_ms = 0;
 	ck_assert_int_eq(on_exit(exit_guard, NULL), 0);
 }
 
@@ -1000,17 +1026,98 @@ START_TEST(test_owned_after_loss)
 }
 END_TEST
 
-/* A second daemon with standby no finds a live owner: exit 1, no load. */
+/*
+ * A second daemon with standby no finds a live owner: the key might be a
+ * crashed predecessor's, so it looks again for a whole owner-lease; the
+ * key is still held, so it exits 1 without loading.
+ */
 START_TEST(test_live_owner_at_start)
 {
 	expect_exit("error: fake db 0 prefix t: is owned by 10.0.0.1:7313 "
 	    "(epoch 4); exiting", 0, 0);
+	exit_not_before_ms = 500;
 	fake.claim_answer = CLAIM_OWNED;
 	fake.claim_epoch = 4;
 	fake.claim_addr = "10.0.0.1:7313";
 	start("sync", "no", "500ms");
 	run_ms(WAIT_MS);
 	ck_abort_msg("did not exit");
+}
+END_TEST
+
+/*
+ * standby no, and the owner key is a crashed predecessor's: it runs out
+ * within owner-lease, and this daemon owns the data set, without exiting.
+ */
+START_TEST(test_dead_owner_at_start)
+{
+	struct persist_stats	 st;
+
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 4;
+	fake.claim_addr = "10.0.0.1:7313";
+	start("sync", "no", "500ms");
+	WAIT_FOR(fake.nclaims >= 2, WAIT_MS);
+	ck_assert(log_has("is owned by 10.0.0.1:7313 (epoch 4); waiting up "
+	    "to owner-lease (500 ms)"));
+	ck_assert_uint_eq(nstandby, 0);
+
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 5;
+	fake.auto_ready = 1;
+	WAIT_FOR(nloaded == 1, WAIT_MS);
+	WAIT_FOR(nready == 1, WAIT_MS);
+	stats(&st);
+	ck_assert_str_eq(st.role, "owner");
+	ck_assert_uint_eq(st.epoch, 5);
+	ck_assert_uint_eq(nstandby, 0);
+	ck_assert(log_has("owner of fake db 0 prefix t: with epoch 5"));
+}
+END_TEST
+
+/*
+ * Redis unreachable while a standby claims: the retries back off from
+ * the poll, doubling up to 2 s, and the log says it once; one answer
+ * resets both.
+ */
+START_TEST(test_claim_backoff)
+{
+	static const uint64_t	 gaps_ms[] = { 125, 250, 500, 1000, 2000,
+				    2000 };
+	struct persist_stats	 st;
+	size_t			 i, first, n = sizeof(gaps_ms) /
+				    sizeof(gaps_ms[0]);
+	uint64_t		 gap;
+
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 4;
+	fake.claim_addr = "10.0.0.1:7313";
+	start("sync", "yes", "500ms");
+	WAIT_FOR(nstandby == 1, WAIT_MS);
+	fake.claim_answer = CLAIM_ERROR;
+	first = fake.nclaims;	/* the next claim is the first to fail */
+	WAIT_FOR(fake.nclaims == first + n + 1, 6000 + WAIT_MS);
+	stats(&st);
+	ck_assert_str_eq(st.last_error, "cannot load: Connection refused");
+	for (i = 0; i < n; i++) {
+		gap = fake.claims[first + i + 1].at_ms -
+		    fake.claims[first + i].at_ms;
+		ck_assert_uint_ge(gap, gaps_ms[i] - EARLY_MS);
+		ck_assert_uint_lt(gap, gaps_ms[i] + 1000);
+	}
+	ck_assert_uint_eq(log_count("redis fake:1: cannot load: Connection "
+	    "refused"), 1);
+
+	/* Redis answers again: said once, and the poll is back. */
+	fake.claim_answer = CLAIM_OWNED;
+	WAIT_FOR(fake.nclaims == first + n + 3, 2000 + WAIT_MS);
+	gap = fake.claims[first + n + 2].at_ms -
+	    fake.claims[first + n + 1].at_ms;
+	ck_assert_uint_ge(gap, 125 - EARLY_MS);
+	ck_assert_uint_lt(gap, 1000);
+	ck_assert(log_has("redis fake:1: back (after 'cannot load: "
+	    "Connection refused', seen 6 more times)"));
+	ck_assert_uint_eq(nstandby, 1);
 }
 END_TEST
 
@@ -1038,9 +1145,9 @@ START_TEST(test_standby)
 		ck_assert_str_eq(fake.claims[i].addr, ADDR);
 		ck_assert_uint_eq(fake.claims[i].resume_epoch, 0);
 		ck_assert_int_eq(fake.claims[i].resume_only, 0);
-		if (i > 0)	/* ms clock: a claim may seem 1 ms early */
+		if (i > 0)
 			ck_assert_uint_ge(fake.claims[i].at_ms,
-			    fake.claims[i - 1].at_ms + poll - 1);
+			    fake.claims[i - 1].at_ms + poll - EARLY_MS);
 	}
 	ck_assert_uint_eq(nstandby, 1);
 	ck_assert_uint_eq(nloaded, 0);
@@ -1200,18 +1307,25 @@ START_TEST(test_lost_data)
 }
 END_TEST
 
-/* A clean shutdown writes what the loop had no turn left to send. */
+/*
+ * A clean shutdown writes what the loop had no turn left to send, and
+ * gives the data set up last, so that a standby may take over at once.
+ */
 START_TEST(test_shutdown_writes)
 {
-	uint64_t	tok;
+	struct fake_batch	*b;
+	uint64_t		 tok;
 
 	gain("async", "500ms");
 	ck_assert_int_eq(acquire("jobs", &tok), PERR_NONE);
 	persist_free(persist);
 	persist = NULL;
 	ck_assert_uint_eq(fake.nblocking, 1);
+	b = &fake.batches[fake.nbatches - 1];
 	ck_assert(batch_has(fake.nbatches - 1, STORE_GRANT_PUT, "jobs", tok));
+	ck_assert_int_eq(b->ch[b->n - 1].type, STORE_DISOWN);
 	ck_assert_uint_eq(fake.ndestroys, 1);
+	ck_assert(log_has("gave up ownership (epoch 1)"));
 }
 END_TEST
 
@@ -1230,6 +1344,8 @@ persist_suite(int forking)
 	tcase_add_test(tc, test_fenced);
 	tcase_add_test(tc, test_regained);
 	tcase_add_test(tc, test_standby);
+	tcase_add_test(tc, test_dead_owner_at_start);
+	tcase_add_test(tc, test_claim_backoff);
 	tcase_add_test(tc, test_outage_sync);
 	tcase_add_test(tc, test_outage_async);
 	tcase_add_test(tc, test_lost_data);

@@ -13,7 +13,9 @@
 static FILE		*log_fp;
 static enum log_level	 log_min = LOG_LEVEL_INFO;
 
-static const char *const log_names[] = { "debug", "info", "warn", "error" };
+static const char *const log_names[] = {
+	"debug", "info", "notice", "warn", "error"
+};
 
 int
 log_open(const char *logfile, enum log_level level)
@@ -100,6 +102,7 @@ fn(const char *fmt, ...)						\
 
 LOG_FN(log_debug, LOG_LEVEL_DEBUG, 0)
 LOG_FN(log_info, LOG_LEVEL_INFO, 0)
+LOG_FN(log_notice, LOG_LEVEL_NOTICE, 0)
 LOG_FN(log_warnx, LOG_LEVEL_WARN, 0)
 LOG_FN(log_warn, LOG_LEVEL_WARN, 1)
 LOG_FN(log_errorx, LOG_LEVEL_ERROR, 0)

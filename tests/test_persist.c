@@ -3,10 +3,11 @@
  * (daemon/persist.c), on a fake store instead of Redis.
  *
  * The fake implements every op of struct store_ops in memory. A test
- * scripts what a claim answers, what a load finds and whether the
- * asynchronous connection comes up by itself; the fake records every
- * claim and every batch submitted, and the test answers the batches as
- * Redis would (fake_ack, fake_fail, fake_fence, renewed).
+ * scripts what a claim answers (on the next loop turn, or inside claim()
+ * with claim_inline: the store may do either), what a load finds and
+ * whether the asynchronous connection comes up by itself; the fake
+ * records every claim and every batch submitted, and the test answers
+ * the batches as Redis would (fake_ack, fake_fail, fake_fence, renewed).
  *
  * Time is real: persist arms libevent timers and reads CLOCK_MONOTONIC,
  * so the tests run a real event loop (run_ms, WAIT_FOR) with a short
@@ -59,10 +60,13 @@ enum fake_claim_answer {
 };
 
 struct fake_claim {
-	char		 addr[STORE_ADDR_MAX];
-	uint64_t	 resume_epoch;
-	int		 resume_only;
-	uint64_t	 at_ms;		/* also the sent_ms of an ours */
+	char			 addr[STORE_ADDR_MAX];
+	uint64_t		 resume_epoch;
+	int			 resume_only;
+	uint64_t		 at_ms;		/* also the sent_ms of an ours */
+	enum fake_claim_answer	 answer;	/* the script's, when made */
+	uint64_t		 epoch;
+	const char		*owner;
 };
 
 struct fake_batch {
@@ -82,6 +86,8 @@ struct fake_grant {
 	uint32_t		 n;
 	enum store_grant_kind	 kind;
 	uint64_t		 deadline_unix_ms;
+	const char		*holder_name;
+	const char		*holder_addr;
 };
 
 struct store {
@@ -94,6 +100,7 @@ struct store {
 	enum fake_claim_answer	 claim_answer;
 	uint64_t		 claim_epoch;
 	const char		*claim_addr;
+	int			 claim_inline;	/* answer inside claim() */
 	struct fake_sem		 load_sems[MAX_LOAD];
 	size_t			 nload_sems;
 	struct fake_grant	 load_grants[MAX_LOAD];
@@ -135,8 +142,11 @@ fake_free_batches(void)
 	size_t	i, j;
 
 	for (i = 0; i < fake.nbatches; i++) {
-		for (j = 0; j < fake.batches[i].n; j++)
+		for (j = 0; j < fake.batches[i].n; j++) {
 			free((char *)fake.batches[i].ch[j].sem);
+			free((char *)fake.batches[i].ch[j].holder_name);
+			free((char *)fake.batches[i].ch[j].holder_addr);
+		}
 		free(fake.batches[i].ch);
 	}
 	fake.nbatches = fake.nacked = 0;
@@ -150,11 +160,53 @@ fake_destroy(struct store *st)
 	fake.connected = fake.ready = 0;
 }
 
-static int
+/* Answer claim i as the script said when it was made. */
+static void
+fake_answer_claim(size_t i)
+{
+	const struct fake_claim	*c = &fake.claims[i];
+	struct store_owner	 own;
+
+	memset(&own, 0, sizeof(own));
+	own.epoch = c->epoch;
+	switch (c->answer) {
+	case CLAIM_OURS:
+		own.ours = 1;
+		snprintf(own.addr, sizeof(own.addr), "%s", c->addr);
+		own.sent_ms = c->at_ms;
+		break;
+	case CLAIM_OWNED:
+		snprintf(own.addr, sizeof(own.addr), "%s", c->owner);
+		break;
+	case CLAIM_SUPERSEDED:
+		own.superseded = 1;
+		snprintf(own.addr, sizeof(own.addr), "-");
+		break;
+	case CLAIM_ERROR:
+		fake.ev->claimed(fake.ctx, NULL, "Connection refused");
+		return;
+	}
+	fake.ev->claimed(fake.ctx, &own, NULL);
+}
+
+static void
+fake_claim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	if (fake.ndestroys == fake.ncreates)
+		return;		/* destroyed: reports nothing more */
+	fake_answer_claim((size_t)(uintptr_t)arg);
+}
+
+/* Record the claim; answer it now, or on the next loop turn. */
+static void
 fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only, struct store_owner *out, char *err, size_t errlen)
+    int resume_only)
 {
 	struct fake_claim	*c;
+	struct timeval		 tv = { 0, 0 };
+	size_t			 i = fake.nclaims;
 
 	ck_assert_ptr_eq(st, &fake);
 	ck_assert_uint_lt(fake.nclaims, MAX_CLAIMS);
@@ -163,27 +215,14 @@ fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	c->resume_epoch = resume_epoch;
 	c->resume_only = resume_only;
 	c->at_ms = timers_now_ms();
-
-	memset(out, 0, sizeof(*out));
-	out->epoch = fake.claim_epoch;
-	switch (fake.claim_answer) {
-	case CLAIM_OURS:
-		out->ours = 1;
-		snprintf(out->addr, sizeof(out->addr), "%s", addr);
-		out->sent_ms = c->at_ms;
-		break;
-	case CLAIM_OWNED:
-		snprintf(out->addr, sizeof(out->addr), "%s", fake.claim_addr);
-		break;
-	case CLAIM_SUPERSEDED:
-		out->superseded = 1;
-		snprintf(out->addr, sizeof(out->addr), "-");
-		break;
-	case CLAIM_ERROR:
-		snprintf(err, errlen, "Connection refused");
-		return (-1);
-	}
-	return (0);
+	c->answer = fake.claim_answer;
+	c->epoch = fake.claim_epoch;
+	c->owner = fake.claim_addr;
+	if (fake.claim_inline)
+		fake_answer_claim(i);
+	else
+		event_base_once(fake.base, -1, EV_TIMEOUT, fake_claim_cb,
+		    (void *)(uintptr_t)i, &tv);
 }
 
 static void
@@ -211,7 +250,7 @@ fake_load(struct store *st, const struct store_loader *ld, void *ctx,
 	for (i = 0; i < fake.nload_grants; i++) {
 		g = &fake.load_grants[i];
 		ld->grant(ctx, g->sem, g->token, g->n, g->kind,
-		    g->deadline_unix_ms);
+		    g->deadline_unix_ms, g->holder_name, g->holder_addr);
 		if (g->token > high)
 			high = g->token;
 	}
@@ -235,6 +274,10 @@ fake_record(const struct store_change *ch, size_t n)
 	for (i = 0; i < n; i++) {
 		if (ch[i].sem != NULL)
 			b->ch[i].sem = strndup(ch[i].sem, ch[i].sem_len);
+		if (ch[i].holder_name != NULL)
+			b->ch[i].holder_name = strdup(ch[i].holder_name);
+		if (ch[i].holder_addr != NULL)
+			b->ch[i].holder_addr = strdup(ch[i].holder_addr);
 	}
 	b->n = n;
 	b->sent_ms = timers_now_ms();
@@ -426,8 +469,10 @@ script_load_sem(const char *name, uint32_t capacity)
 	fake.load_sems[fake.nload_sems++].capacity = capacity;
 }
 
+/* A lease in Redis, held by name at addr (NULL: unknown). */
 static void
-script_load_lease(const char *sem, uint64_t token, uint32_t n)
+script_load_lease(const char *sem, uint64_t token, uint32_t n,
+    const char *name, const char *addr)
 {
 	struct fake_grant	*g;
 
@@ -438,6 +483,8 @@ script_load_lease(const char *sem, uint64_t token, uint32_t n)
 	g->n = n;
 	g->kind = STORE_KIND_LEASE;
 	g->deadline_unix_ms = timers_wall_ms() + 60000;
+	g->holder_name = name;
+	g->holder_addr = addr;
 }
 
 /* --- the daemon around persist: engine, hooks, answers --- */
@@ -754,12 +801,15 @@ expect_exit(const char *line, unsigned lost, unsigned loaded)
 START_TEST(test_gained)
 {
 	struct persist_stats	 st;
+	const struct store_change *c = NULL;
 	uint64_t		 t1, t2, tok;
+	size_t			 i;
 
 	script_load_sem("old", 3);
-	script_load_lease("old", 7, 1);
+	script_load_lease("old", 7, 1, NULL, NULL);
 	fake.claim_answer = CLAIM_OURS;
 	fake.claim_epoch = 1;
+	fake.claim_inline = 1;
 	start("sync", "no", "500ms");
 	stats(&st);
 	ck_assert_str_eq(st.role, "standby");	/* not yet claimed */
@@ -796,9 +846,18 @@ START_TEST(test_gained)
 	/* A grant goes out in a batch; its reply waits for the ack. */
 	t1 = acquire_await("jobs", 11);
 	ck_assert_uint_gt(t1, 7);
+	engine_grant_set_holder(engine_grant_by_token(engine, t1), "w1",
+	    "127.0.0.1:5000");
 	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
 	ck_assert(batch_has(0, STORE_GRANT_PUT, "jobs", t1));
 	ck_assert(batch_has(0, STORE_SEM_PUT, "jobs", 0));
+	for (i = 0; i < fake.batches[0].n; i++) {
+		c = &fake.batches[0].ch[i];
+		if (c->type == STORE_GRANT_PUT && c->token == t1)
+			break;
+	}
+	ck_assert_str_eq(c->holder_name, "w1");
+	ck_assert_str_eq(c->holder_addr, "127.0.0.1:5000");
 	ck_assert_uint_eq(nanswers, 0);
 
 	/* A second grant gathers while the first batch is in flight. */
@@ -948,6 +1007,7 @@ END_TEST
 START_TEST(test_regained)
 {
 	struct persist_stats	 st;
+	struct grant		*g;
 	uint64_t		 t1, t2;
 
 	gain("sync", "500ms");
@@ -958,8 +1018,9 @@ START_TEST(test_regained)
 
 	/* What Redis holds now; the next claim resumes epoch 1. */
 	script_load_sem("jobs", 2);
-	script_load_lease("jobs", t1, 1);
+	script_load_lease("jobs", t1, 1, "worker-1", "10.1.1.1:5000");
 	fake.auto_ready = 1;
+	fake.claim_inline = 1;
 
 	/* No more renewals: lost; the lost hook clears the engine. */
 	WAIT_FOR(nlost == 1, WAIT_MS);
@@ -968,7 +1029,10 @@ START_TEST(test_regained)
 	ck_assert_uint_eq(fake.claims[1].resume_epoch, 1);
 	ck_assert_int_eq(fake.claims[1].resume_only, 1);
 	ck_assert_uint_eq(fake.nloads, 2);
-	ck_assert_ptr_nonnull(engine_grant_by_token(engine, t1));
+	g = engine_grant_by_token(engine, t1);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_str_eq(g->holder_name, "worker-1");
+	ck_assert_str_eq(g->holder_addr, "10.1.1.1:5000");
 	fake.ev->renewed(fake.ctx, timers_now_ms());
 
 	stats(&st);
@@ -1156,7 +1220,7 @@ START_TEST(test_standby)
 
 	/* The owner died: the claim is ours, with the next epoch. */
 	script_load_sem("jobs", 2);
-	script_load_lease("jobs", 40, 1);
+	script_load_lease("jobs", 40, 1, NULL, NULL);
 	fake.auto_ready = 1;
 	fake.claim_answer = CLAIM_OURS;
 	fake.claim_epoch = 5;

@@ -185,6 +185,13 @@ config_apply(struct config *cfg, const struct config_directive *d,
 			    CONFIG_MAX_BIND);
 			return (-1);
 		}
+		/* Only the command line can give one ("--bind ''"). */
+		for (i = 0; i < argc; i++) {
+			if (argv[i][0] == '\0') {
+				snprintf(err, errlen, "bind: empty address");
+				return (-1);
+			}
+		}
 		for (i = 0; i < cfg->nbind; i++)
 			free(cfg->bind[i]);
 		for (i = 0; i < argc; i++)

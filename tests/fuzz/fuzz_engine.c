@@ -10,7 +10,9 @@
  * aborts as soon as the engine disagrees with it or with a rule:
  *
  * - used is the sum of n over the grants; nholders and nwaiters count the
- *   lists; the engine's stats count what the model holds;
+ *   lists; the engine's stats count what the model holds and the events
+ *   it saw; every answer (NOTHELD, NOTOWNER, NOTLEASE...) follows from
+ *   the model;
  * - used <= capacity, unless a restored grant or a RESIZE below used put
  *   it over (until it falls back); a grant is never made over capacity;
  * - FIFO: a queued waiter is granted only at the head of its queue, in
@@ -87,6 +89,7 @@ static struct {
 	struct fz_grant		 grants[MAX_GRANTS];
 	size_t			 ngrants;
 	uint64_t		 max_token;	/* every token seen so far */
+	struct engine_stats	 stats;		/* the *_total counters */
 
 	/* What the running operation may cause. */
 	enum fz_op		 op;
@@ -145,6 +148,15 @@ model_grant(uint64_t token)
 			return (&fz.grants[i]);
 	}
 	return (NULL);
+}
+
+/* The model's grant of that token if it is on sem, else NULL. */
+static struct fz_grant *
+model_grant_on(uint64_t token, int sem)
+{
+	struct fz_grant	*mg = model_grant(token);
+
+	return (mg != NULL && mg->sem == sem ? mg : NULL);
 }
 
 static void
@@ -208,6 +220,7 @@ on_granted(const struct engine_event *ev, int sem)
 	struct sem		*s = ev->sem;
 
 	CHECK(!fz.held, "a grant while grants are held");
+	fz.stats.grants_total++;
 	CHECK(g->token > fz.max_token, "tokens do not strictly increase");
 	fz.max_token = g->token;
 	CHECK(s->used <= s->capacity, "a grant made over capacity");
@@ -263,10 +276,12 @@ on_released(const struct engine_event *ev, int sem)
 	case RELEASE_REVOKED:
 		CHECK(fz.op == OP_REVOKE && fz.op_token == g->token,
 		    "a revoke nobody asked for");
+		fz.stats.revoked_total++;
 		break;
 	case RELEASE_UNDONE:
 		CHECK(fz.op == OP_UNDO && fz.op_token == g->token,
 		    "an undo nobody asked for");
+		fz.stats.grants_total--;	/* and not a release */
 		break;
 	case RELEASE_CLOSED:
 		CHECK(fz.op_owner >= 0 && mg->kind == GRANT_CONN &&
@@ -276,6 +291,7 @@ on_released(const struct engine_event *ev, int sem)
 	case RELEASE_EXPIRED:
 		CHECK(fz.op == OP_ADVANCE && mg->kind == GRANT_LEASE &&
 		    fake_now >= g->deadline_ms, "a lease expired early");
+		fz.stats.expired_total++;
 		break;
 	case RELEASE_UNCLAIMED:
 		CHECK(fz.op == OP_ADVANCE && mg->kind == GRANT_UNOWNED &&
@@ -283,6 +299,8 @@ on_released(const struct engine_event *ev, int sem)
 		    "an unowned grant reclaimed early");
 		break;
 	}
+	if (ev->reason != RELEASE_UNDONE)
+		fz.stats.releases_total++;
 	*mg = fz.grants[--fz.ngrants];
 }
 
@@ -328,6 +346,7 @@ on_event(void *ctx, const struct engine_event *ev)
 		    "a waiter timed out early");
 		CHECK(w->sem == sem, "a waiter timed out on another semaphore");
 		w->queued = 0;
+		fz.stats.timeouts_total++;
 		break;
 	}
 	msg = fake_check_sem(ev->sem);
@@ -399,6 +418,12 @@ check_all(void)
 	engine_get_stats(fz.e, &st);
 	CHECK(st.sems == nsems && st.grants == fz.ngrants &&
 	    st.waiters == model_nqueued(), "the stats disagree with the model");
+	CHECK(st.grants_total == fz.stats.grants_total &&
+	    st.releases_total == fz.stats.releases_total &&
+	    st.timeouts_total == fz.stats.timeouts_total &&
+	    st.expired_total == fz.stats.expired_total &&
+	    st.revoked_total == fz.stats.revoked_total,
+	    "the *_total counters disagree with the events");
 	CHECK(engine_last_token(fz.e) >= fz.max_token,
 	    "the token floor went back");
 }
@@ -499,6 +524,7 @@ op_acquire(int k, struct sem *s)
 		    "TIMEOUT for an ACQUIRE that may wait");
 		CHECK(s->queue != NULL || s->used + fz.op_n > s->capacity,
 		    "a TRY refused although it fits");
+		fz.stats.timeouts_total++;
 		break;
 	}
 }
@@ -559,7 +585,8 @@ run_op(void)
 {
 	struct sem	*s;
 	struct grant	*g;
-	enum proto_err	 rc;
+	struct fz_grant	*mg;
+	enum proto_err	 rc, want;
 	uint64_t	 token;
 	uint32_t	 cap;
 	uint8_t		 b;
@@ -604,40 +631,45 @@ run_op(void)
 		break;
 	case OP_RELEASE:
 		fz.op_token = token = arg_token();
-		b = next_byte();
-		o = b % (NOWNERS + 1);
-		g = engine_find_grant(fz.e, s, token);
+		o = next_byte() % (NOWNERS + 1);	/* NOWNERS: nobody */
+		mg = model_grant_on(token, k);
+		want = mg == NULL ? PERR_NOTHELD : mg->kind == GRANT_CONN &&
+		    mg->owner != o ? PERR_NOTOWNER : PERR_NONE;
 		rc = engine_release(fz.e, s, token,
 		    o < NOWNERS ? fz.owners[o] : NULL);
-		CHECK(g != NULL ? rc == PERR_NONE || rc == PERR_NOTOWNER :
-		    rc == PERR_NOTHELD, "RELEASE answered wrong");
+		CHECK(rc == want, "RELEASE answered wrong");
 		break;
 	case OP_REFRESH:
 		fz.op_token = token = arg_token();
+		mg = model_grant_on(token, k);
+		want = mg == NULL ? PERR_NOTHELD : mg->kind != GRANT_LEASE ?
+		    PERR_NOTLEASE : PERR_NONE;
 		rc = engine_refresh(fz.e, s, token, (uint32_t)next_byte() * 10);
-		CHECK(rc == PERR_NONE || rc == PERR_NOTHELD ||
-		    rc == PERR_NOTLEASE, "REFRESH answered wrong");
+		CHECK(rc == want, "REFRESH answered wrong");
 		break;
 	case OP_ATTACH:
 		fz.op_token = token = arg_token();
 		o = arg_owner();
 		if (fz.owners[o] == NULL)
 			break;
+		mg = model_grant_on(token, k);
+		want = mg == NULL ? PERR_NOTHELD : mg->kind == GRANT_LEASE ?
+		    PERR_NOTLEASE : mg->kind == GRANT_CONN && mg->owner != o ?
+		    PERR_NOTOWNER : PERR_NONE;
 		rc = engine_attach(fz.e, s, token, fz.owners[o]);
-		CHECK(rc == PERR_NONE || rc == PERR_NOTHELD ||
-		    rc == PERR_NOTOWNER || rc == PERR_NOTLEASE,
-		    "ATTACH answered wrong");
+		CHECK(rc == want, "ATTACH answered wrong");
 		break;
 	case OP_REVOKE:
 		fz.op_token = token = arg_token();
+		want = model_grant_on(token, k) == NULL ? PERR_NOTHELD :
+		    PERR_NONE;
 		rc = engine_revoke(fz.e, s, token);
-		CHECK(rc == PERR_NONE || rc == PERR_NOTHELD,
-		    "REVOKE answered wrong");
+		CHECK(rc == want, "REVOKE answered wrong");
 		break;
 	case OP_UNDO:
 		fz.op_token = token = arg_token();
-		if ((g = engine_find_grant(fz.e, s, token)) != NULL)
-			engine_undo_grant(fz.e, g);
+		if (model_grant_on(token, k) != NULL)
+			engine_undo_grant(fz.e, engine_find_grant(fz.e, s, token));
 		break;
 	case OP_OWNER_NEW:
 		o = arg_owner();

@@ -393,6 +393,8 @@ check_all(void)
 			CHECK(mw->sem == k && mw->seq > last && mw->n == w->n,
 			    "the queue is not in enqueue order");
 			last = mw->seq;
+			CHECK(engine_waited_ms(fz.e, w) ==
+			    fake_now - w->enqueued_ms, "a wrong wait time");
 			ntimers += w->timer != NULL;
 			CHECK((w->timer != NULL) ==
 			    (mw->deadline_ms != UINT64_MAX),
@@ -413,8 +415,18 @@ check_all(void)
 		    g->owner == NULL && g->timer != NULL,
 		    "a grant's owner or timer is wrong");
 		ntimers += g->timer != NULL;
+		/* Due deadlines fired in fake_advance(): none is behind. */
+		CHECK(mg->kind == GRANT_CONN ? engine_grant_ttl_ms(fz.e, g) == -1 :
+		    g->deadline_ms >= fake_now && engine_grant_ttl_ms(fz.e, g) ==
+		    (int64_t)(g->deadline_ms - fake_now), "a wrong ttl");
+		CHECK(strcmp(engine_kind_name(g->kind),
+		    g->kind == GRANT_LEASE ? "lease" : "conn") == 0,
+		    "a wrong kind name");
 	}
 	CHECK(fake_ntimers == ntimers, "armed timers are not those expected");
+	for (i = 0, s = engine_sems(fz.e); s != NULL; s = s->hh.next)
+		i++;
+	CHECK(i == nsems, "engine_sems() does not list every semaphore");
 	engine_get_stats(fz.e, &st);
 	CHECK(st.sems == nsems && st.grants == fz.ngrants &&
 	    st.waiters == model_nqueued(), "the stats disagree with the model");

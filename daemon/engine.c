@@ -599,6 +599,8 @@ engine_restore_grant(struct engine *e, struct sem *s, uint64_t token,
 	struct grant	*g;
 
 	assert(kind != GRANT_CONN && token != 0);
+	if (token > ENGINE_TOKEN_MAX)
+		return (NULL);
 	HASH_FIND(hh, e->grants, &token, sizeof(token), g);
 	if (g != NULL)
 		return (NULL);
@@ -651,6 +653,8 @@ engine_last_token(struct engine *e)
 void
 engine_raise_token_floor(struct engine *e, uint64_t floor)
 {
+	if (floor > ENGINE_TOKEN_MAX)
+		floor = ENGINE_TOKEN_MAX;
 	if (floor > e->last_token)
 		e->last_token = floor;
 }

@@ -19,7 +19,9 @@
  *   enqueue order; an ACQUIRE is granted at once only when nobody waits;
  *   after every operation the head of a queue does not fit (else the
  *   engine should have granted it), unless grants are held;
- * - tokens strictly increase, and are above every restored token;
+ * - tokens strictly increase, and are above every restored token, even
+ *   after a corrupt store's floor or token near 2^64 (refused or clamped
+ *   to ENGINE_TOKEN_MAX);
  * - every event has a cause in the operation that is running, and timers
  *   fire no earlier than their deadline; armed timers are exactly those
  *   of leases, unowned grants and waiters with a timeout.
@@ -553,12 +555,18 @@ op_restore(int k, struct sem *s)
 
 	if (tb >= 0xf0 && fz.ngrants > 0)
 		token = fz.grants[tb % fz.ngrants].token;
+	else if (tb >= 0xe8)
+		token = UINT64_MAX - (tb & 7);	/* a corrupt store's */
 	else
 		token = fz.max_token + 1 + tb % 8;
 	if (fz.ngrants + model_nqueued() + 1 > MAX_GRANTS)
 		return;
 	g = engine_restore_grant(fz.e, s, token, n, kind,
 	    (uint64_t)ttl * 10);
+	if (token > ENGINE_TOKEN_MAX) {
+		CHECK(g == NULL, "a token above ENGINE_TOKEN_MAX restored");
+		return;
+	}
 	if (model_grant(token) != NULL) {
 		CHECK(g == NULL, "a held token restored twice");
 		return;
@@ -705,8 +713,11 @@ run_op(void)
 		op_restore(k, s);
 		break;
 	case OP_FLOOR:
-		token = fz.max_token + next_byte();
+		b = next_byte();
+		token = b >= 0xf8 ? UINT64_MAX - (b & 7) : fz.max_token + b;
 		engine_raise_token_floor(fz.e, token);
+		if (token > ENGINE_TOKEN_MAX)
+			token = ENGINE_TOKEN_MAX;
 		if (token > fz.max_token)
 			fz.max_token = token;
 		break;

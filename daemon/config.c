@@ -62,6 +62,12 @@ static const struct config_directive directives[] = {
 	    OFF(max_semaphores) },
 	{ "tcp-keepalive",	CONF_DURATION, 0, 7200000, "60s",
 	    OFF(tcp_keepalive_ms) },
+	{ "timeout",		CONF_DURATION, 0, 604800000, "0",
+	    OFF(timeout_ms) },
+	{ "line-timeout",	CONF_DURATION, 0, 3600000, "10s",
+	    OFF(line_timeout_ms) },
+	{ "auth-timeout",	CONF_DURATION, 0, 3600000, "10s",
+	    OFF(auth_timeout_ms) },
 	{ "loglevel",		CONF_LOGLEVEL, 0, 0, "info", OFF(loglevel) },
 	{ "logfile",		CONF_STRING, 0, 0, NULL, OFF(logfile) },
 	{ "pidfile",		CONF_STRING, 0, 0, NULL, OFF(pidfile) },
@@ -95,6 +101,7 @@ static const char usage_text[] =
 "\n"
 "directives: bind port unixsocket unixsocketperm requirepass protected-mode\n"
 "            maxclients max-line max-output max-semaphores tcp-keepalive\n"
+"            timeout line-timeout auth-timeout\n"
 "            loglevel logfile pidfile semaphore persistence redis\n"
 "            redis-password redis-db redis-prefix redis-timeout\n"
 "            reclaim-grace persistence-backlog owner-lease standby\n"

@@ -39,6 +39,9 @@ struct config {
 	int64_t			 max_output;
 	int64_t			 max_semaphores;
 	int64_t			 tcp_keepalive_ms;
+	int64_t			 timeout_ms;	/* idle; 0: off */
+	int64_t			 line_timeout_ms; /* to finish a line */
+	int64_t			 auth_timeout_ms; /* to AUTH, with requirepass */
 	int64_t			 loglevel;
 	char			*logfile;
 	char			*pidfile;

@@ -298,10 +298,8 @@ static void
 server_lost_cb(void *arg)
 {
 	struct server	*srv = arg;
-	struct conn	*c, *tmp;
 
-	HASH_ITER(hh, srv->conns, c, tmp)
-		conn_free(c);
+	conn_free_all(srv);
 	engine_clear(srv->engine);
 }
 
@@ -329,13 +327,13 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 	if (srv->accept_resume == NULL)
 		fatalx("evtimer_new");
 	server_clip_maxclients(cfg);
+	conn_sweep_start(srv);
 	persist_start(srv->persist, &hooks, srv);
 }
 
 void
 server_shutdown(struct server *srv)
 {
-	struct conn	*c, *tmp;
 	size_t		 i;
 
 	for (i = 0; i < srv->nlisteners; i++)
@@ -351,8 +349,8 @@ server_shutdown(struct server *srv)
 	engine_hold_grants(srv->engine, 1);
 	persist_free(srv->persist);
 	srv->persist = NULL;
-	HASH_ITER(hh, srv->conns, c, tmp)
-		conn_free(c);
+	conn_free_all(srv);
+	conn_sweep_stop(srv);
 	engine_free(srv->engine);
 	timers_free(srv->timers);
 	event_free(srv->accept_resume);

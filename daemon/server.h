@@ -38,6 +38,7 @@ struct server {
 	size_t			 nlisteners;
 	int			 unix_bound;	/* ours to unlink at exit */
 	struct event		*accept_resume;	/* after EMFILE */
+	struct event		*sweep_ev;	/* conn.c's time limits */
 	struct conn		*conns;		/* by id (uthash) */
 	uint32_t		 nconns;
 	uint64_t		 next_conn_id;

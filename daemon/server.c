@@ -349,13 +349,18 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 
 /*
  * Tell every client waiting in an ACQUIRE that it will not be granted,
- * and write it at once: the connections are closed right after.
+ * and write it at once, with the replies before it: the connections are
+ * closed right after. (A bufferevent's output cannot be drained from
+ * outside, so the bytes are written to the socket directly.)
  */
 static void
 server_tell_waiters(struct server *srv)
 {
 	struct conn	*c, *tmp;
 	struct evbuffer	*out;
+	unsigned char	*p;
+	size_t		 len;
+	ssize_t		 n;
 
 	HASH_ITER(hh, srv->conns, c, tmp) {
 		if (c->owner == NULL || c->owner->waiters == NULL ||
@@ -363,9 +368,14 @@ server_tell_waiters(struct server *srv)
 			continue;
 		conn_reply_err(c, PERR_UNAVAILABLE, "shutting down");
 		out = bufferevent_get_output(c->bev);
-		while (evbuffer_get_length(out) > 0 &&
-		    evbuffer_write(out, bufferevent_getfd(c->bev)) > 0)
-			;
+		len = evbuffer_get_length(out);
+		if ((p = evbuffer_pullup(out, -1)) == NULL)
+			continue;
+		while (len > 0 && (n = write(bufferevent_getfd(c->bev), p,
+		    len)) > 0) {
+			p += n;
+			len -= (size_t)n;
+		}
 	}
 }
 

@@ -660,8 +660,13 @@ config_check_writable(const char *what, const char *path, char *err,
 {
 	char		 dir[PATH_MAX];
 	const char	*slash;
+	struct stat	 st;
 
-	if (access(path, F_OK) == 0) {
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			errno = EISDIR;
+			goto fail;
+		}
 		if (access(path, W_OK) != 0)
 			goto fail;
 	}
@@ -672,7 +677,9 @@ config_check_writable(const char *what, const char *path, char *err,
 		snprintf(dir, sizeof(dir), "/");
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (access(dir, W_OK | X_OK) == 0)
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		errno = ENOTDIR;
+	else if (access(dir, W_OK | X_OK) == 0)
 		return (0);
 	path = dir;
 fail:

@@ -337,8 +337,9 @@ cli_help(void)
 {
 	size_t	i;
 
-	printf("usage: semd-cli [-h HOST] [-p PORT] [-s SOCKET] [-a PASSWORD] "
-	    "[--json] COMMAND ...\n"
+	printf("usage: semd-cli [-h HOST[:PORT][,HOST[:PORT]...]] [-p PORT] "
+	    "[-s SOCKET]\n"
+	    "                [-a PASSWORD] [--json] COMMAND ...\n"
 	    "       semd-cli [OPTIONS]          (a prompt, on a terminal)\n"
 	    "commands:\n");
 	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
@@ -346,7 +347,8 @@ cli_help(void)
 	printf("durations: 500ms, 30s, 5m, 1h (a bare number is ms)\n"
 	    "exit status: 0 done, 1 not granted in time, 2 usage, "
 	    "3 server error or unknown outcome, 4 cannot connect\n"
-	    "environment: SEMD_HOST, SEMD_PORT, SEMD_SOCKET, SEMD_PASSWORD\n");
+	    "environment: SEMD_HOSTS, SEMD_HOST, SEMD_PORT, SEMD_SOCKET, "
+	    "SEMD_PASSWORD\n");
 }
 
 int

@@ -6,7 +6,8 @@
  * semd-cli forwards the signals a supervisor sends (SIGINT SIGTERM SIGHUP
  * SIGQUIT SIGUSR1 SIGUSR2) to it, watches the connection, and if semd
  * goes away reconnects and ATTACHes the permit again (semd with
- * persistence keeps it through a restart); a permit it cannot take back
+ * persistence keeps it through a restart, and a standby that takes over
+ * keeps it too; libsemc finds the new owner); a permit it cannot take back
  * is reported on stderr, and CMD keeps running. When CMD ends, the permit
  * is released and semd-cli exits with CMD's status, 128 + N if a signal
  * N killed it.

@@ -1,8 +1,9 @@
 /*
  * semc-bound.c: the permits bound to a handle's connection. semd releases
- * them when the connection closes, unless it restarted with persistence:
- * then they wait, unowned, for a reconnect to ATTACH them again. Those
- * semd will not give back are queued as lost and told to the callback.
+ * them when the connection closes, unless it restarted with persistence
+ * or a standby took over: then they wait, unowned, for a reconnect to
+ * ATTACH them again. Those semd will not give back are queued as lost
+ * and told to the callback.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +79,9 @@ semc_bound_lose(struct semc *c, const struct semc_permit *permit,
 
 /*
  * ATTACH every remembered permit on the new connection. An ERR answer
- * means semd will not give it back: lost. An I/O failure stops here and
- * keeps the rest for the next connection.
+ * means semd will not give it back: lost. An I/O failure, or a standby's
+ * ERR STANDBY (it did nothing), stops here and keeps the rest for the
+ * next connection.
  */
 enum semc_err
 semc_bound_reattach(struct semc *c)
@@ -98,6 +100,8 @@ semc_bound_reattach(struct semc *c)
 			return (semc_seterr(c, SEMC_ERR_CONNECT,
 			    "connected, then lost the connection while "
 			    "re-attaching permits"));
+		if (err == SEMC_ERR_STANDBY)	/* did nothing: try the owner */
+			return (err);
 		permit = c->bound[i];
 		semc_bound_drop(c, i);
 		semc_bound_lose(c, &permit, err);

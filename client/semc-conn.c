@@ -111,7 +111,8 @@ semc_conn_open_unix(struct semc *c, int64_t deadline_ms)
 
 /* Try each address of host:port in turn, as getaddrinfo orders them. */
 static enum semc_err
-semc_conn_open_tcp(struct semc *c, int64_t deadline_ms)
+semc_conn_open_tcp(struct semc *c, const struct semc_addr *a,
+    int64_t deadline_ms)
 {
 	struct addrinfo	 hints, *res, *ai;
 	char		 port[16];
@@ -120,9 +121,9 @@ semc_conn_open_tcp(struct semc *c, int64_t deadline_ms)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%d", c->port);
-	if ((rc = getaddrinfo(c->host, port, &hints, &res)) != 0)
-		return (semc_seterr(c, SEMC_ERR_CONNECT, "%s: %s", c->host,
+	snprintf(port, sizeof(port), "%d", a->port);
+	if ((rc = getaddrinfo(a->host, port, &hints, &res)) != 0)
+		return (semc_seterr(c, SEMC_ERR_CONNECT, "%s: %s", a->host,
 		    gai_strerror(rc)));
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if ((fd = semc_conn_socket(ai->ai_family)) == -1) {
@@ -139,7 +140,7 @@ semc_conn_open_tcp(struct semc *c, int64_t deadline_ms)
 	freeaddrinfo(res);
 	if (fd == -1)
 		return (semc_seterr(c, SEMC_ERR_CONNECT, "%s port %d: %s",
-		    c->host, c->port, strerror(saved)));
+		    a->host, a->port, strerror(saved)));
 	/* As semd does: a vanished peer is noticed, and no Nagle delay. */
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
@@ -147,7 +148,10 @@ semc_conn_open_tcp(struct semc *c, int64_t deadline_ms)
 	return (SEMC_OK);
 }
 
-/* Open a new connection (the old one must be closed); no AUTH here. */
+/*
+ * Open a new connection to the Unix socket or addrs[cur] (the old one
+ * must be closed); no AUTH here.
+ */
 enum semc_err
 semc_conn_open(struct semc *c)
 {
@@ -158,7 +162,7 @@ semc_conn_open(struct semc *c)
 	c->buflen = c->linelen = 0;
 	if (c->unix_path != NULL)
 		return (semc_conn_open_unix(c, deadline_ms));
-	return (semc_conn_open_tcp(c, deadline_ms));
+	return (semc_conn_open_tcp(c, &c->addrs[c->cur], deadline_ms));
 }
 
 void

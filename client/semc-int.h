@@ -12,14 +12,28 @@
 #define SEMC_ERRMSG_MAX		320
 #define SEMC_LINE_MAX		65536	/* longest reply line accepted */
 #define SEMC_REQ_MAX		512	/* our requests: names <= 200 bytes */
+#define SEMC_HOST_MAX		255	/* bytes in a host name or address */
+#define SEMC_ADDRS_MAX		64	/* addresses in a host list */
+
+struct semc_addr {
+	char		*host;		/* a name, IPv4 or IPv6 (no brackets) */
+	int		 port;
+};
 
 struct semc {
-	char		*host;
+	struct semc_addr *addrs;	/* the caller's list, then maybe the
+					   owner a standby named */
+	size_t		 nlist;		/* addresses the caller gave */
+	size_t		 naddrs;	/* nlist, or nlist + 1 */
+	size_t		 cur;		/* connected to, or to try next */
+	int		 owner_hint;	/* addrs[] index a standby named; -1 */
+	int		 seen_standby;	/* a standby answered: wait for owners */
+	char		*addr_problem;	/* why the host list is unusable */
 	char		*unix_path;
 	char		*password;
-	int		 port;
 	int		 connect_timeout_ms;
 	int		 io_timeout_ms;
+	int		 failover_timeout_ms;	/* -1: one pass over addrs */
 
 	int		 fd;		/* -1 when not connected */
 	int		 ever_connected;
@@ -52,6 +66,15 @@ enum semc_err	 semc_seterr_again(struct semc *c, enum semc_err was,
 enum semc_err	 semc_err_from_proto(enum proto_err code);
 int64_t		 semc_now_ms(void);
 
+/* semc-addr.c: the host list. */
+int		 semc_addr_parse(const char *s, size_t len, int default_port,
+		    struct semc_addr *out, char *why, size_t whylen);
+int		 semc_addr_set_list(struct semc *c, const char *list,
+		    int default_port, char *why, size_t whylen);
+int		 semc_addr_set_one(struct semc *c, const char *host, int port);
+int		 semc_addr_learn(struct semc *c, const char *s, size_t len);
+void		 semc_addr_free(struct semc *c);
+
 /* semc-conn.c: the socket, lines both ways, with deadlines. */
 enum semc_err	 semc_conn_open(struct semc *c);
 void		 semc_conn_close(struct semc *c);
@@ -74,6 +97,25 @@ enum semc_err	 semc_call(struct semc *c, enum semc_req_kind kind,
 /* ATTACH on the connection as it is (while re-attaching). */
 enum semc_err	 semc_call_attach(struct semc *c, const char *sem,
 		    uint64_t token);
+
+/*
+ * semc-failover.c: finding the owner. A search lasts one call; it tries
+ * the addresses in turn (the owner a standby named first) with a pause
+ * between rounds, until failover_timeout_ms have passed.
+ */
+struct semc_search {
+	int64_t		 deadline_ms;	/* -1: one attempt only */
+	int		 delay_ms;	/* the next pause between rounds */
+	size_t		 left;		/* attempts left in this round */
+	int		 redirects;	/* to a named owner, this round */
+	int		 rounds;	/* rounds that found no owner */
+};
+void		 semc_search_start(struct semc *c, struct semc_search *s);
+int		 semc_search_many(const struct semc *c);
+enum semc_err	 semc_search_again(struct semc *c, struct semc_search *s,
+		    enum semc_err err);
+void		 semc_failover_standby(struct semc *c,
+		    const struct proto_reply *reply);
 
 /* semc-bound.c: the permits bound to the connection. */
 enum semc_err	 semc_bound_add(struct semc *c, const char *sem,

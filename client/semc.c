@@ -1,7 +1,8 @@
 /*
- * semc.c: a libsemc handle: options, connecting (AUTH, re-attaching bound
- * permits), and semc_call(), the one place a request meets the network,
- * which decides what a failure means for the request.
+ * semc.c: a libsemc handle: options and addresses, connecting (AUTH,
+ * re-attaching bound permits, searching for the owner with
+ * semc-failover.c), and semc_call(), the one place a request meets the
+ * network, which decides what a failure means for the request.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #define SEMC_CONNECT_TIMEOUT_MS	5000
 #define SEMC_IO_TIMEOUT_MS	10000
+#define SEMC_FAILOVER_TIMEOUT_MS 15000
 
 static char *
 semc_strdup_or_null(const char *s, int *failed)
@@ -23,6 +25,32 @@ semc_strdup_or_null(const char *s, int *failed)
 	if ((p = strdup(s)) == NULL)
 		*failed = 1;
 	return (p);
+}
+
+/*
+ * Where to connect: a Unix socket; else opts->hosts; else opts->host;
+ * else SEMD_HOSTS; else 127.0.0.1. opts->port (or 7313) is the port of
+ * every address given without one. 0, or -1 without memory.
+ */
+static int
+semc_new_addrs(struct semc *c, const struct semc_opts *opts)
+{
+	const char	*list = opts->hosts, *env;
+	char		 why[SEMC_ERRMSG_MAX];
+	int		 port;
+
+	port = opts->port > 0 ? opts->port : SEMC_DEFAULT_PORT;
+	if (list == NULL && opts->host == NULL && opts->unix_path == NULL &&
+	    (env = getenv("SEMD_HOSTS")) != NULL && *env != '\0')
+		list = env;
+	if (list == NULL)
+		return (semc_addr_set_one(c, opts->host != NULL ? opts->host :
+		    "127.0.0.1", port));
+	if (semc_addr_set_list(c, list, port, why, sizeof(why)) == 0)
+		return (0);
+	if ((c->addr_problem = strdup(why)) == NULL)
+		return (-1);
+	return (0);
 }
 
 struct semc *
@@ -39,15 +67,17 @@ semc_new(const struct semc_opts *opts)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return (NULL);
 	c->fd = -1;
-	c->host = semc_strdup_or_null(opts->host != NULL ? opts->host :
-	    "127.0.0.1", &failed);
+	c->owner_hint = -1;
 	c->unix_path = semc_strdup_or_null(opts->unix_path, &failed);
 	c->password = semc_strdup_or_null(opts->password, &failed);
-	c->port = opts->port > 0 ? opts->port : SEMC_DEFAULT_PORT;
+	if (semc_new_addrs(c, opts) != 0)
+		failed = 1;
 	c->connect_timeout_ms = opts->connect_timeout_ms != 0 ?
 	    opts->connect_timeout_ms : SEMC_CONNECT_TIMEOUT_MS;
 	c->io_timeout_ms = opts->io_timeout_ms != 0 ? opts->io_timeout_ms :
 	    SEMC_IO_TIMEOUT_MS;
+	c->failover_timeout_ms = opts->failover_timeout_ms != 0 ?
+	    opts->failover_timeout_ms : SEMC_FAILOVER_TIMEOUT_MS;
 	if (failed) {
 		semc_free(c);
 		return (NULL);
@@ -62,7 +92,8 @@ semc_free(struct semc *c)
 	if (c == NULL)
 		return;
 	semc_conn_close(c);
-	free(c->host);
+	semc_addr_free(c);
+	free(c->addr_problem);
 	free(c->unix_path);
 	if (c->password != NULL)
 		explicit_bzero(c->password, strlen(c->password));
@@ -132,6 +163,8 @@ semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 		err = semc_err_from_proto(reply->code);
 		if (err == SEMC_ERR_TOOLONG)
 			semc_conn_close(c);	/* semd closes it too */
+		if (err == SEMC_ERR_STANDBY)
+			semc_failover_standby(c, reply);
 		if (err == SEMC_ERR_SERVER || reply->rest.len == 0)
 			return (semc_seterr(c, err, "ERR %.*s %.*s",
 			    (int)reply->code_word.len, reply->code_word.p,
@@ -149,9 +182,10 @@ semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 }
 
 /*
- * A new connection: AUTH if we have a password, then ATTACH again the
- * permits bound to the connection we lost. The permits semd refuses are
- * reported lost; an I/O failure keeps them all for the next attempt.
+ * A new connection to addrs[cur]: AUTH if we have a password, then ATTACH
+ * again the permits bound to the connection we lost. The permits semd
+ * refuses are reported lost; an I/O failure, or a standby's refusal,
+ * keeps them all for the next attempt.
  */
 static enum semc_err
 semc_open(struct semc *c)
@@ -162,6 +196,8 @@ semc_open(struct semc *c)
 	int			len;
 
 	semc_conn_close(c);
+	if (c->addr_problem != NULL && c->unix_path == NULL)
+		return (semc_seterr(c, SEMC_ERR_INVAL, "%s", c->addr_problem));
 	if ((err = semc_conn_open(c)) != SEMC_OK)
 		return (err);
 	if (c->password != NULL) {
@@ -194,34 +230,63 @@ semc_open(struct semc *c)
 	return (semc_seterr(c, SEMC_OK, NULL));
 }
 
+/*
+ * Open a connection to the owner: attempts as the search allows (one,
+ * for a single address that never met a standby).
+ */
+static enum semc_err
+semc_open_owner(struct semc *c, struct semc_search *s)
+{
+	enum semc_err	err;
+
+	for (;;) {
+		err = semc_open(c);
+		if (err != SEMC_ERR_CONNECT && err != SEMC_ERR_STANDBY)
+			return (err);
+		if ((err = semc_search_again(c, s, err)) != SEMC_OK)
+			return (err);
+	}
+}
+
 enum semc_err
 semc_connect(struct semc *c)
 {
+	struct semc_search	s;
+
 	if (!semc_conn_broken(c))
 		return (semc_seterr(c, SEMC_OK, NULL));
-	return (semc_open(c));
+	semc_search_start(c, &s);
+	return (semc_open_owner(c, &s));
 }
 
 enum semc_err
 semc_reconnect(struct semc *c)
 {
-	return (semc_open(c));
+	struct semc_search	s;
+
+	semc_conn_close(c);
+	semc_search_start(c, &s);
+	return (semc_open_owner(c, &s));
 }
 
 /*
  * Send the formatted request and read its reply. A connection found
- * closed before sending is opened again first (once); a send that fails
- * is retried once on a new connection, because semd never saw a whole
- * line. A reply that does not come is never retried.
+ * closed before sending is opened again first; a send that fails is
+ * sent again on a new connection, because semd never saw a whole line;
+ * a request a standby refused (it did nothing) is sent again to the
+ * owner. With one address and no standby met, that is once; else as
+ * long as the search for the owner lasts. A reply that does not come is
+ * never retried.
  */
 enum semc_err
 semc_call(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
     struct proto_reply *reply, const char *fmt, ...)
 {
-	char		 req[SEMC_REQ_MAX];
-	enum semc_err	 err;
-	va_list		 ap;
-	int		 len, reopened = 0;
+	struct semc_search	 s;
+	char			 req[SEMC_REQ_MAX];
+	enum semc_err		 err;
+	va_list			 ap;
+	int			 len, reopened = 0;
 
 	va_start(ap, fmt);
 	len = vsnprintf(req, sizeof(req) - 1, fmt, ap);
@@ -230,19 +295,27 @@ semc_call(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
 	req[len++] = '\n';
 
+	semc_search_start(c, &s);
 	if (semc_conn_broken(c)) {
-		if ((err = semc_open(c)) != SEMC_OK)
+		if ((err = semc_open_owner(c, &s)) != SEMC_OK)
 			return (err);
 		reopened = 1;
 	}
-	err = semc_roundtrip(c, kind, wait_ms, req, (size_t)len, reply);
-	if (err == SEMC_ERR_NOTSENT && !reopened) {
-		if ((err = semc_open(c)) != SEMC_OK)
-			return (err);
+	for (;;) {
 		err = semc_roundtrip(c, kind, wait_ms, req, (size_t)len,
 		    reply);
+		if (err == SEMC_ERR_STANDBY || (err == SEMC_ERR_NOTSENT &&
+		    semc_search_many(c))) {
+			/* Nothing was done: on to the next address. */
+			semc_conn_close(c);
+			if ((err = semc_search_again(c, &s, err)) != SEMC_OK)
+				return (err);
+		} else if (err != SEMC_ERR_NOTSENT || reopened)
+			return (err);
+		if ((err = semc_open_owner(c, &s)) != SEMC_OK)
+			return (err);
+		reopened = 1;
 	}
-	return (err);
 }
 
 /* For semc-bound.c: one ATTACH on the connection being opened. */

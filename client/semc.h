@@ -29,6 +29,24 @@
  * without persistence forgets them; a reclaim-grace that ran out) are
  * reported through the lost callback and semc_next_lost().
  *
+ * Several semd: an owner and standbys (semd 1.1). Give every address in
+ * opts.hosts ("h1:7313,h2:7313"), or in the environment variable
+ * SEMD_HOSTS when the options name no address at all. A request that a
+ * standby refuses (ERR STANDBY owner=X: it did nothing) is sent again to
+ * X. When the connection is lost, or a standby knows no owner, the call
+ * searches: it tries the addresses in turn, pausing after each round
+ * (100 ms, doubling up to 1 s), until one serves as owner, for at most
+ * opts.failover_timeout_ms (15 s; plus one connect timeout under way),
+ * then gives SEMC_ERR_CONNECT. On the new owner it sends AUTH and
+ * ATTACHes its bound permits exactly as after a restart: a standby that
+ * took over keeps them unowned for its reclaim-grace (10 s by default),
+ * so a holder that waits for its next call to notice the failover should
+ * poll semc_fd() and call semc_reconnect(). The lost-reply rules above
+ * hold as ever: a request whose reply was lost is never sent again, only
+ * one a standby refused or one that could not be sent. A handle with a
+ * single address searches too once it has met a standby; until then it
+ * makes one attempt, as above. A Unix socket is a single address.
+ *
  * Threads. A struct semc must not be used by two threads at once; distinct
  * handles are independent and may be used from different threads. The
  * lease keeper (struct semc_keeper) runs its own thread with its own
@@ -94,7 +112,13 @@ enum semc_err {
 	SEMC__COUNT
 };
 
-/* Connection settings; a zeroed struct (or NULL) means every default. */
+/*
+ * Connection settings; a zeroed struct (or NULL) means every default.
+ * Where to connect, first match: unix_path; hosts; host; SEMD_HOSTS
+ * from the environment; "127.0.0.1". port is the port of every address
+ * given without one. A host list that cannot be parsed makes every call
+ * give SEMC_ERR_INVAL, saying why.
+ */
 struct semc_opts {
 	const char	*host;		/* NULL: "127.0.0.1"; a name or address */
 	int		 port;		/* 0: 7313 */
@@ -103,6 +127,12 @@ struct semc_opts {
 	int		 connect_timeout_ms;	/* 0: 5000; -1: none */
 	int		 io_timeout_ms;	/* 0: 10000; -1: none; an ACQUIRE
 					   waits its own timeout on top */
+	const char	*hosts;		/* "h1:7313,h2,[::1]:7313": owner and
+					   standbys, tried in turn; a bare
+					   host takes port; a bare IPv6
+					   address has no port */
+	int		 failover_timeout_ms;	/* 0: 15000; -1: one pass over
+					   the addresses, no pauses */
 };
 
 struct semc;
@@ -167,9 +197,10 @@ const char	*semc_errmsg(const struct semc *c);
 /* Connect now (and AUTH) if not connected. */
 enum semc_err	 semc_connect(struct semc *c);
 /*
- * Drop the connection and connect again, re-attaching the bound permits
- * this handle holds; those not taken back are reported as lost. For a
- * caller that saw semc_fd() become readable (semd closed it) while idle.
+ * Drop the connection and connect again (to the owner, searching as a
+ * call does), re-attaching the bound permits this handle holds; those
+ * not taken back are reported as lost. For a caller that saw semc_fd()
+ * become readable (semd closed it, or died) while idle.
  */
 enum semc_err	 semc_reconnect(struct semc *c);
 /* Close the connection; semd releases its bound permits, as forgotten. */

@@ -1,7 +1,8 @@
 /*
  * semd-cli.c: main. Global options (-h -p -s -a --json, or SEMD_HOST,
- * SEMD_PORT, SEMD_SOCKET, SEMD_PASSWORD), then one command, or the
- * interactive prompt when there is none and stdin is a terminal.
+ * SEMD_PORT, SEMD_SOCKET, SEMD_PASSWORD; SEMD_HOSTS is read by libsemc),
+ * then one command, or the interactive prompt when there is none and
+ * stdin is a terminal. -h takes one host or a list (owner and standbys).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,8 +67,9 @@ main(int argc, char **argv)
 			return (CLI_EXIT_USAGE);
 		}
 		switch (opt[1]) {
-		case 'h':
-			cli.opts.host = argv[i];
+		case 'h':	/* a list; one host is a list of one */
+			cli.opts.hosts = argv[i];
+			cli.opts.host = NULL;
 			cli.opts.unix_path = NULL;
 			break;
 		case 'p':

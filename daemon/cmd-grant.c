@@ -1,7 +1,8 @@
 /*
  * cmd-grant.c: commands about permits: ACQUIRE, TRY, RELEASE, REFRESH,
  * ATTACH, CHECK, REVOKE; and the engine observer that answers a blocked
- * ACQUIRE once the engine grants it or its wait runs out.
+ * ACQUIRE once the engine grants it or its wait runs out, and the WATCHes
+ * of a grant once it ends.
  *
  * In sync persistence a grant (and a REFRESH) is answered only once it is
  * written: the connection stays blocked and persist calls cmd_persisted().
@@ -15,6 +16,19 @@
 
 #define UNAVAILABLE_TEXT	"persistence is required but redis is " \
 				"unreachable; nothing was granted"
+
+/*
+ * A lease outlives c: it keeps the name and address c had when it was
+ * granted, for HOLDERS (and persistence). A bound grant shows its
+ * connection's own, live.
+ */
+static void
+cmd_label_lease(struct conn *c, struct grant *g)
+{
+	if (g->kind == GRANT_LEASE)
+		engine_grant_set_holder(g, c->name[0] != '\0' ? c->name : NULL,
+		    c->peer);
+}
 
 /* A grant for c: answer it now, or once it is written (sync mode). */
 static enum cmd_result
@@ -52,6 +66,7 @@ cmd_acquire(struct cmd_ctx *ctx)
 	}
 	switch (status) {
 	case ACQUIRE_GRANTED:
+		cmd_label_lease(c, g);
 		return (cmd_granted(c, g->token));
 	case ACQUIRE_TIMEOUT:
 		conn_reply(c, "TIMEOUT");
@@ -157,26 +172,29 @@ cmd_revoke(struct cmd_ctx *ctx)
 }
 
 /*
- * The engine observer. A waiter's cookie is its connection: the engine
- * drops a connection's waiter before the connection is freed, so the
- * pointer is always live here.
+ * The engine observer (ctx is the server). A waiter's cookie is its
+ * connection: the engine drops a connection's waiter before the
+ * connection is freed, so the pointer is always live here.
  */
 void
 cmd_engine_event(void *ctx, const struct engine_event *ev)
 {
 	struct conn	*c = ev->cookie;
 
-	(void)ctx;
 	switch (ev->type) {
 	case ENGINE_EV_GRANTED:
 		if (c == NULL)
 			break;
+		cmd_label_lease(c, ev->grant);
 		if (cmd_granted(c, ev->grant->token) == CMD_DONE)
 			conn_unblock(c);
 		break;
 	case ENGINE_EV_WAIT_TIMEOUT:
 		conn_reply(c, "TIMEOUT");
 		conn_unblock(c);
+		break;
+	case ENGINE_EV_RELEASED:
+		cmd_watch_ended(ctx, ev->grant->token, ev->reason);
 		break;
 	default:
 		break;

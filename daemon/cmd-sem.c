@@ -69,13 +69,30 @@ cmd_info(struct cmd_ctx *ctx)
 	return (CMD_DONE);
 }
 
+/*
+ * The name and address a HOLDERS line shows: those of a bound grant's
+ * connection now, those a lease kept from the connection that acquired
+ * it, "-" for an unowned grant (its connection was lost in a restart).
+ */
+static void
+cmd_holder_label(struct server *srv, const struct grant *g, char *buf,
+    size_t len)
+{
+	if (g->owner != NULL)
+		cmd_conn_label(srv, g->owner->id, buf, len);
+	else
+		snprintf(buf, len, "name=%s addr=%s",
+		    g->holder_name != NULL ? g->holder_name : "-",
+		    g->holder_addr != NULL ? g->holder_addr : "-");
+}
+
 enum cmd_result
 cmd_holders(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
 	struct engine	*e = c->srv->engine;
 	struct grant	*g;
-	char		 owner[24], ttl[24];
+	char		 owner[24], ttl[24], label[CMD_LABEL_MAX];
 	int64_t		 ttl_ms;
 
 	conn_reply(c, "OK %u", ctx->sem->nholders);
@@ -89,9 +106,10 @@ cmd_holders(struct cmd_ctx *ctx)
 			snprintf(ttl, sizeof(ttl), "%lld", (long long)ttl_ms);
 		else
 			snprintf(ttl, sizeof(ttl), "-");
-		conn_reply(c, "token=%llu n=%u kind=%s owner=%s ttl_ms=%s",
+		cmd_holder_label(c->srv, g, label, sizeof(label));
+		conn_reply(c, "token=%llu n=%u kind=%s owner=%s ttl_ms=%s %s",
 		    (unsigned long long)g->token, g->n,
-		    engine_kind_name(g->kind), owner, ttl);
+		    engine_kind_name(g->kind), owner, ttl, label);
 	}
 	return (CMD_DONE);
 }
@@ -101,12 +119,14 @@ cmd_waiters(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
 	struct waiter	*w;
+	char		 label[CMD_LABEL_MAX];
 
 	conn_reply(c, "OK %u", ctx->sem->nwaiters);
 	DL_FOREACH2(ctx->sem->queue, w, q_next) {
-		conn_reply(c, "n=%u waited_ms=%llu owner=%llu", w->n,
+		cmd_conn_label(c->srv, w->owner->id, label, sizeof(label));
+		conn_reply(c, "n=%u waited_ms=%llu owner=%llu %s", w->n,
 		    (unsigned long long)engine_waited_ms(c->srv->engine, w),
-		    (unsigned long long)w->owner->id);
+		    (unsigned long long)w->owner->id, label);
 	}
 	return (CMD_DONE);
 }

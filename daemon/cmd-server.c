@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "conn.h"
+#include "log.h"
 #include "persist.h"
 #include "server.h"
 #include "timers.h"
@@ -46,6 +47,9 @@ cmd_auth(struct cmd_ctx *ctx)
 	}
 	if (!cmd_password_equal(secret, ctx->req->arg.p, ctx->req->arg.len)) {
 		c->authed = 0;
+		/* Worth an operator's eye (a guessing client?); never the text. */
+		log_notice("connection %llu from %s: AUTH failed",
+		    (unsigned long long)c->id, c->peer);
 		conn_reply_err(c, PERR_AUTH, "invalid password");
 		return (CMD_DONE);
 	}

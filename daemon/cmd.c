@@ -41,6 +41,10 @@ static const struct cmd_entry cmd_table[VERB__COUNT] = {
 	[VERB_ATTACH] =		{ cmd_attach, CMD_F_SEM },
 	[VERB_CHECK] =		{ cmd_check, CMD_F_SEM },
 	[VERB_REVOKE] =		{ cmd_revoke, CMD_F_SEM },
+	[VERB_NAME] =		{ cmd_name, 0 },
+	[VERB_CLIENTS] =	{ cmd_clients, 0 },
+	[VERB_KILL] =		{ cmd_kill, 0 },
+	[VERB_WATCH] =		{ cmd_watch, CMD_F_SEM },
 };
 
 enum cmd_result

@@ -4,8 +4,9 @@
  *
  * Handlers hold only the semantics of their command. They live in
  * cmd-server.c (PING AUTH STATS QUIT ROLE), cmd-sem.c (CREATE RESIZE DELETE
- * INFO HOLDERS WAITERS LIST) and cmd-grant.c (ACQUIRE TRY RELEASE REFRESH
- * ATTACH CHECK REVOKE).
+ * INFO HOLDERS WAITERS LIST), cmd-grant.c (ACQUIRE TRY RELEASE REFRESH
+ * ATTACH CHECK REVOKE), cmd-client.c (NAME CLIENTS KILL) and cmd-watch.c
+ * (WATCH).
  */
 #ifndef SEMD_CMD_H
 #define SEMD_CMD_H
@@ -15,10 +16,12 @@
 #include "proto.h"
 
 struct conn;
+struct server;
 
 enum cmd_result {
 	CMD_DONE,	/* the reply is written */
-	CMD_BLOCKED	/* the engine will answer later; stop taking lines */
+	CMD_BLOCKED	/* answered later (engine, store, watch); stop taking
+			   lines */
 };
 
 struct cmd_ctx {
@@ -60,6 +63,21 @@ enum cmd_result	 cmd_refresh(struct cmd_ctx *);
 enum cmd_result	 cmd_attach(struct cmd_ctx *);
 enum cmd_result	 cmd_check(struct cmd_ctx *);
 enum cmd_result	 cmd_revoke(struct cmd_ctx *);
+enum cmd_result	 cmd_name(struct cmd_ctx *);
+enum cmd_result	 cmd_clients(struct cmd_ctx *);
+enum cmd_result	 cmd_kill(struct cmd_ctx *);
+enum cmd_result	 cmd_watch(struct cmd_ctx *);
+
+/* A grant ended: answer "OK <reason>" to every connection watching it. */
+void		 cmd_watch_ended(struct server *srv, uint64_t token,
+		    enum engine_release_reason reason);
+/* c closes or is killed: forget its WATCH, if any, without answering. */
+void		 cmd_watch_drop(struct conn *c);
+/* Bytes of "name=<label> addr=<addr>": labels, peers ("[ip6]:port") */
+#define CMD_LABEL_MAX	(PROTO_LABEL_MAX + 64 + 16)
+/* "name=<label or -> addr=<addr>" of connection id, into buf. */
+void		 cmd_conn_label(struct server *srv, uint64_t id, char *buf,
+		    size_t len);
 
 /* Reply "ERR STANDBY owner=<addr> epoch=<n> ...". */
 void		 cmd_reply_standby(struct conn *c);

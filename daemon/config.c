@@ -317,7 +317,7 @@ config_apply(struct config *cfg, const struct config_directive *d,
 	case CONF_LOGLEVEL:
 		if ((v = log_level_parse(argv[0])) < 0) {
 			snprintf(err, errlen, "loglevel must be debug, info, "
-			    "warn or error, not '%.32s'", argv[0]);
+			    "notice, warn or error, not '%.32s'", argv[0]);
 			return (-1);
 		}
 		break;

@@ -35,6 +35,7 @@
 #include "conn.h"
 #include "log.h"
 #include "server.h"
+#include "timers.h"
 
 /* How long a closing connection may take to read its last replies. */
 #define CONN_FLUSH_TIMEOUT_S	10
@@ -187,6 +188,7 @@ conn_handle_line(struct conn *c, size_t len)
 	struct proto_request	req;
 	struct proto_error	err;
 
+	c->last_ms = timers_now_ms();
 	if (conn_looks_like_http(c->line, len)) {
 		log_warnx("connection %llu from %s sent what looks like HTTP; "
 		    "closing it (cross-protocol attack?)",
@@ -205,6 +207,7 @@ conn_handle_line(struct conn *c, size_t len)
 	case PROTO_PARSE_OK:
 		break;
 	}
+	c->last_verb = (int)req.verb;
 	if (cmd_dispatch(c, &req) == CMD_BLOCKED && c->state == CONN_READY)
 		c->state = CONN_BLOCKED;
 }
@@ -248,7 +251,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	    evbuffer_get_length(bufferevent_get_input(bev)) >
 	    CONN_BACKLOG_MAX) {
 		log_warnx("connection %llu from %s: over %d bytes pipelined "
-		    "behind a blocked ACQUIRE; closing it",
+		    "behind a blocked ACQUIRE or WATCH; closing it",
 		    (unsigned long long)c->id, c->peer, CONN_BACKLOG_MAX);
 		conn_close_now(c);
 		return;
@@ -335,6 +338,8 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 	c->srv = srv;
 	c->id = ++srv->next_conn_id;
 	c->state = CONN_READY;
+	c->created_ms = c->last_ms = timers_now_ms();
+	c->last_verb = -1;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->line = xcalloc(1, (size_t)cfg->max_line + 2);
 	c->owner = engine_owner_new(srv->engine, c->id);
@@ -362,11 +367,41 @@ conn_free(struct conn *c)
 	log_debug("connection %llu closed", (unsigned long long)c->id);
 	HASH_DEL(srv->conns, c);
 	srv->nconns--;
-	engine_owner_free(srv->engine, c->owner);
+	cmd_watch_drop(c);
+	if (c->owner != NULL)	/* NULL once KILLed */
+		engine_owner_free(srv->engine, c->owner);
 	event_free(c->resume_ev);
 	bufferevent_free(c->bev);
 	free(c->line);
 	free(c);
+}
+
+struct conn *
+conn_find(struct server *srv, uint64_t id)
+{
+	struct conn	*c;
+
+	HASH_FIND(hh, srv->conns, &id, sizeof(id), c);
+	return (c != NULL && c->state != CONN_DEAD ? c : NULL);
+}
+
+void
+conn_kill(struct conn *c, struct conn *killer)
+{
+	struct owner	*o = c->owner;
+
+	log_info("connection %llu from %s killed by connection %llu from %s",
+	    (unsigned long long)c->id, c->peer,
+	    (unsigned long long)killer->id, killer->peer);
+	cmd_watch_drop(c);
+	if (c == killer)
+		conn_close_after_flush(c);
+	else
+		conn_close_now(c);
+	if (o != NULL) {
+		c->owner = NULL;
+		engine_owner_free(c->srv->engine, o);
+	}
 }
 
 static void

@@ -17,6 +17,7 @@
 #include "proto.h"
 
 struct server;
+struct watch;
 
 /* Unprocessed pipelined input a blocked connection may queue up. */
 #define CONN_BACKLOG_MAX	(1024 * 1024)
@@ -25,7 +26,7 @@ struct server;
 
 enum conn_state {
 	CONN_READY,	/* taking lines */
-	CONN_BLOCKED,	/* an ACQUIRE waits in the engine */
+	CONN_BLOCKED,	/* an ACQUIRE or a WATCH waits, or a write */
 	CONN_CLOSING,	/* flushing its last replies, then closes */
 	CONN_DEAD	/* torn down at the next loop turn */
 };
@@ -41,7 +42,12 @@ struct conn {
 	int			 peer_eof;	/* the peer will send no more */
 	int			 awaiting_store; /* blocked on a write, not a wait */
 	char			*line;		/* max-line + 2 bytes */
-	char			 peer[64];
+	char			 peer[64];	/* "ip:port", "[ip6]:port", "unix" */
+	char			 name[PROTO_LABEL_MAX + 1]; /* NAME; "" if none */
+	uint64_t		 created_ms;	/* monotonic, as timers_now_ms */
+	uint64_t		 last_ms;	/* when its last line came */
+	int			 last_verb;	/* enum proto_verb; -1: none yet */
+	struct watch		*watch;		/* its blocked WATCH (cmd-watch.c) */
 	UT_hash_handle		 hh;		/* srv->conns by id */
 };
 
@@ -50,6 +56,15 @@ struct conn	*conn_accept(struct server *srv, evutil_socket_t fd,
 		    const struct sockaddr *sa, int socklen);
 /* Tear down at once (shutdown): owner freed, socket closed, c freed. */
 void		 conn_free(struct conn *c);
+/* The open connection of that id (CONN_DEAD ones excluded), or NULL. */
+struct conn	*conn_find(struct server *srv, uint64_t id);
+/*
+ * KILL: close c as if its client had gone. Its watch and waiter are
+ * dropped and its bound permits released now, so the killer's OK means it
+ * is done; c closes at once, or after flushing its replies if it is the
+ * killer itself (its OK must reach it).
+ */
+void		 conn_kill(struct conn *c, struct conn *killer);
 
 /* Append one reply line (CRLF added). */
 void		 conn_reply(struct conn *c, const char *fmt, ...)

@@ -75,6 +75,28 @@ xcalloc(size_t n, size_t size)
 	return (p);
 }
 
+/* strdup that aborts on failure; NULL stays NULL. */
+static char *
+xstrdup_or_null(const char *s)
+{
+	char	*p;
+
+	if (s == NULL)
+		return (NULL);
+	if ((p = strdup(s)) == NULL)
+		abort();
+	return (p);
+}
+
+/* Free an unlinked grant and what it owns. */
+static void
+grant_free(struct grant *g)
+{
+	free(g->holder_name);
+	free(g->holder_addr);
+	free(g);
+}
+
 static struct engine *
 sem_engine(struct sem *s)
 {
@@ -225,7 +247,7 @@ grant_release(struct engine *e, struct grant *g,
 	else if (reason == RELEASE_REVOKED)
 		e->stats.revoked_total++;
 	engine_emit(e, ENGINE_EV_RELEASED, s, g, NULL, reason);
-	free(g);
+	grant_free(g);
 	sem_wake(e, s);
 }
 
@@ -325,7 +347,7 @@ engine_clear(struct engine *e)
 	HASH_ITER(hh, e->sems, s, stmp) {
 		DL_FOREACH_SAFE2(s->grants, g, gtmp, sem_next) {
 			grant_unlink(e, g);
-			free(g);
+			grant_free(g);
 		}
 		HASH_DEL(e->sems, s);
 		free(s);
@@ -588,6 +610,17 @@ engine_restore_grant(struct engine *e, struct sem *s, uint64_t token,
 		return (NULL);
 	engine_raise_token_floor(e, token);
 	return (grant_new(e, s, token, n, kind, NULL, ttl_ms));
+}
+
+void
+engine_grant_set_holder(struct grant *g, const char *name, const char *addr)
+{
+	char	*n = xstrdup_or_null(name), *a = xstrdup_or_null(addr);
+
+	free(g->holder_name);
+	free(g->holder_addr);
+	g->holder_name = n;
+	g->holder_addr = a;
 }
 
 int64_t

@@ -56,6 +56,13 @@ struct grant {
 	uint64_t	 granted_ms;
 	uint64_t	 deadline_ms;	/* GRANT_LEASE and GRANT_UNOWNED */
 	void		*timer;		/* lease expiry / reclaim deadline */
+	/*
+	 * Opaque labels the server gives a lease (engine_grant_set_holder):
+	 * the name and address of the connection that acquired it. NULL:
+	 * unknown. The engine only keeps and frees them.
+	 */
+	char		*holder_name;
+	char		*holder_addr;
 
 	struct grant	*sem_prev, *sem_next;	/* sem->grants, grant order */
 	struct grant	*own_prev, *own_next;	/* owner->grants */
@@ -248,6 +255,14 @@ void		 engine_hold_grants(struct engine *e, int hold);
 struct grant	*engine_restore_grant(struct engine *e, struct sem *s,
 		    uint64_t token, uint32_t n, enum grant_kind kind,
 		    uint64_t ttl_ms);
+
+/*
+ * Keep copies of name and addr (either may be NULL: unknown) on g,
+ * replacing any it had; they are freed with g. Emits nothing and changes
+ * no rule's state, so the observer may call it.
+ */
+void		 engine_grant_set_holder(struct grant *g, const char *name,
+		    const char *addr);
 
 /* Milliseconds left on a lease or reclaim grace; -1 for bound grants. */
 int64_t		 engine_grant_ttl_ms(struct engine *e, const struct grant *g);

@@ -25,9 +25,13 @@ static int		 log_journal;	/* stderr is the journal */
 static int		 log_syslog;
 static char		*log_ident;
 
-static const char *const log_names[] = { "debug", "info", "warn", "error" };
+static const char *const log_names[] = {
+	"debug", "info", "notice", "warn", "error"
+};
 /* syslog(3) and journal priorities of each level. */
-static const int log_prio[] = { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR };
+static const int log_prio[] = {
+	LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERR
+};
 
 static const struct {
 	const char	*name;
@@ -227,6 +231,7 @@ fn(const char *fmt, ...)						\
 
 LOG_FN(log_debug, LOG_LEVEL_DEBUG, 0)
 LOG_FN(log_info, LOG_LEVEL_INFO, 0)
+LOG_FN(log_notice, LOG_LEVEL_NOTICE, 0)
 LOG_FN(log_warnx, LOG_LEVEL_WARN, 0)
 LOG_FN(log_warn, LOG_LEVEL_WARN, 1)
 LOG_FN(log_errorx, LOG_LEVEL_ERROR, 0)

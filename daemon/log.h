@@ -15,6 +15,7 @@
 enum log_level {
 	LOG_LEVEL_DEBUG,
 	LOG_LEVEL_INFO,
+	LOG_LEVEL_NOTICE,	/* worth an operator's eye: a failed AUTH */
 	LOG_LEVEL_WARN,
 	LOG_LEVEL_ERROR
 };
@@ -38,7 +39,7 @@ void		 log_close_syslog(void);
 int		 log_facility_parse(const char *name);
 void		 log_close(void);
 void		 log_set_level(enum log_level level);
-/* Parse "debug", "info", "warn" or "error"; -1 when unknown. */
+/* Parse "debug", "info", "notice", "warn" or "error"; -1 when unknown. */
 int		 log_level_parse(const char *name);
 /* The name of a level, as log_level_parse takes it. */
 const char	*log_level_name(int level);
@@ -46,6 +47,8 @@ const char	*log_level_name(int level);
 void		 log_debug(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));
 void		 log_info(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+void		 log_notice(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));
 void		 log_warnx(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));

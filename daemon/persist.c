@@ -276,6 +276,8 @@ batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
 	if (g == NULL)
 		return;
 	c->n = g->n;
+	c->holder_name = g->holder_name;
+	c->holder_addr = g->holder_addr;
 	if (g->kind == GRANT_LEASE) {
 		c->kind = STORE_KIND_LEASE;
 		c->deadline_unix_ms = timers_wall_ms() +
@@ -698,9 +700,11 @@ persist_load_sem(void *ctx, const char *name, uint32_t capacity)
  */
 static void
 persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
-    enum store_grant_kind kind, uint64_t deadline_unix_ms)
+    enum store_grant_kind kind, uint64_t deadline_unix_ms,
+    const char *holder_name, const char *holder_addr)
 {
 	struct persist	*p = ctx;
+	struct grant	*g;
 	struct sem	*s = engine_find(p->engine, sem, strlen(sem));
 	uint64_t	 grace = (uint64_t)p->cfg->reclaim_grace_ms;
 	uint64_t	 now = timers_wall_ms(), ttl = grace;
@@ -709,9 +713,10 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 		return;
 	if (kind == STORE_KIND_LEASE && deadline_unix_ms > now + grace)
 		ttl = deadline_unix_ms - now;
-	if (engine_restore_grant(p->engine, s, token, n, kind ==
-	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl) == NULL)
+	if ((g = engine_restore_grant(p->engine, s, token, n, kind ==
+	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl)) == NULL)
 		return;
+	engine_grant_set_holder(g, holder_name, holder_addr);
 	p->load_grants++;
 	if (kind == STORE_KIND_CONN)
 		p->load_unowned++;
@@ -798,21 +803,27 @@ persist_not_owner(struct persist *p, const struct store_owner *own)
 	persist_claim_in(p, persist_poll_ms(p));
 }
 
-/* claim_ev: claim the data set; load it when it is ours. */
+/* claim_ev: claim the data set; persist_claimed() follows. */
 static void
 persist_claim_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct persist		*p = arg;
-	struct store_owner	 own;
-	char			 err[200];
-	const char		*how;
-	uint64_t		 retry_ms;
+	struct persist	*p = arg;
 
 	(void)fd;
 	(void)what;
-	if (p->ops->claim(p->store, p->advertise, p->held_epoch,
-	    !p->cfg->standby && p->held_epoch != 0, &own, err,
-	    sizeof(err)) != 0) {
+	p->ops->claim(p->store, p->advertise, p->held_epoch,
+	    !p->cfg->standby && p->held_epoch != 0);
+}
+
+/* A claim's outcome: load the data set when it is ours. */
+static void
+persist_claimed(void *ctx, const struct store_owner *own, const char *err)
+{
+	struct persist	*p = ctx;
+	const char	*how;
+	uint64_t	 retry_ms;
+
+	if (own == NULL) {
 		/*
 		 * Redis is unreachable or refuses: back off from the poll (a
 		 * standby) or 1 s (starting up) to at most 2 s, and say it
@@ -825,24 +836,24 @@ persist_claim_cb(evutil_socket_t fd, short what, void *arg)
 		if (retry_ms > PERSIST_CLAIM_BACKOFF_MAX_MS)
 			retry_ms = PERSIST_CLAIM_BACKOFF_MAX_MS;
 		p->claim_backoff_ms = retry_ms;
-		snprintf(p->last_error, sizeof(p->last_error), "cannot load: %s",
-		    err);
+		snprintf(p->last_error, sizeof(p->last_error), "cannot load: "
+		    "%.200s", err);
 		log_repeat(&p->claim_failure, p->subject, p->last_error);
 		persist_claim_in(p, retry_ms);
 		return;
 	}
 	p->claim_backoff_ms = 0;
 	log_repeat_end(&p->claim_failure, p->subject);
-	if (!own.ours) {
-		persist_not_owner(p, &own);
+	if (!own->ours) {
+		persist_not_owner(p, own);
 		return;
 	}
-	how = !p->listening ? "owner of" : own.epoch == p->held_epoch ?
+	how = !p->listening ? "owner of" : own->epoch == p->held_epoch ?
 	    "resumed" : "took over";
-	p->epoch = own.epoch;
-	p->held_epoch = own.epoch;
+	p->epoch = own->epoch;
+	p->held_epoch = own->epoch;
 	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", p->advertise);
-	persist_extend(p, own.sent_ms);
+	persist_extend(p, own->sent_ms);
 	if (persist_load(p, how) != 0)
 		persist_claim_in(p, PERSIST_RETRY_LOAD_MS);
 }
@@ -887,6 +898,7 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 		.renewed = persist_renewed,
 		.fenced = persist_fenced,
 		.repaired = persist_repaired,
+		.claimed = persist_claimed,
 	};
 	struct persist	*p = xcalloc(1, sizeof(*p));
 

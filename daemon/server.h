@@ -16,6 +16,7 @@
 struct conn;
 struct persist;
 struct timers;
+struct watch_set;
 
 #define SERVER_MAX_LISTENERS	(CONFIG_MAX_BIND + 1)
 
@@ -40,6 +41,7 @@ struct server {
 	struct conn		*conns;		/* by id (uthash) */
 	uint32_t		 nconns;
 	uint64_t		 next_conn_id;
+	struct watch_set	*watches;	/* WATCHes by token (cmd-watch.c) */
 	uint64_t		 start_ms;
 	struct server_stats	 stats;
 	int			 loaded;	/* the engine holds the state */

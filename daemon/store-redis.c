@@ -7,8 +7,11 @@
  *   P tokens          string  every token ever issued is <= this
  *   P sems            set     the semaphore names
  *   P {NAME}:sem      hash    capacity
- *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D"
- *                             (D: Unix ms when a lease ends; 0 for conn)
+ *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D
+ *                             name=L addr=A" (D: Unix ms when a lease
+ *                             ends, 0 for conn; L, A: the NAME and address
+ *                             of the connection that acquired a lease, or
+ *                             "-"; values without them load as "-")
  *   P owner           string  "EPOCH ID ADDR", expires owner-lease after
  *                             the owner's last renewal
  *   P epoch           string  the last epoch handed out
@@ -46,6 +49,7 @@
 #include "timers.h"
 
 #define STORE_KEY_MAX		(PROTO_NAME_MAX + 256)
+#define STORE_HOLDER_ADDR_MAX	64	/* a holder's address, NUL included */
 #define STORE_HEARTBEAT_MS	1000	/* at most; owner-lease / 3 if less */
 #define STORE_BACKOFF_MIN_MS	100
 #define STORE_BACKOFF_MAX_MS	2000
@@ -94,6 +98,10 @@ struct store {
 	char			 advertise[STORE_ADDR_MAX];
 	char			 fence[64];	/* "EPOCH ID " once claimed */
 	uint64_t		 epoch;		/* 0: not the owner */
+	redisAsyncContext	*cac;		/* claims; NULL while closed */
+	int			 claiming;	/* claimed() is due */
+	uint64_t		 claim_sent_ms;
+	struct event		*claim_deadline_ev;
 	char			 write_sha[48];	/* SCRIPT LOAD answers */
 	char			 renew_sha[48];
 
@@ -161,7 +169,7 @@ static void
 store_encode(struct store *st, const struct store_change *ch,
     store_emit_fn emit, void *arg)
 {
-	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[96];
+	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[256];
 
 	switch (ch->type) {
 	case STORE_SEM_PUT:
@@ -182,9 +190,13 @@ store_encode(struct store *st, const struct store_change *ch,
 		store_key(st, key, ch->sem, ch->sem_len, "grants");
 		snprintf(num, sizeof(num), "%llu",
 		    (unsigned long long)ch->token);
-		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu",
-		    ch->n, ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
-		    (unsigned long long)ch->deadline_unix_ms);
+		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu "
+		    "name=%.*s addr=%.*s", ch->n,
+		    ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
+		    (unsigned long long)ch->deadline_unix_ms, PROTO_LABEL_MAX,
+		    ch->holder_name != NULL ? ch->holder_name : "-",
+		    STORE_HOLDER_ADDR_MAX - 1,
+		    ch->holder_addr != NULL ? ch->holder_addr : "-");
 		store_emit_words(emit, arg, 4,
 		    (const char *[]){ "HSET", key, num, value });
 		break;
@@ -364,13 +376,40 @@ store_report_repaired(struct store *st, const redisReply *r)
 	free(keys);
 }
 
-/* "n=N kind=K deadline_ms=D" into its parts; -1 when malformed. */
+/*
+ * The optional word key=V of s into buf (size bytes): "" when absent,
+ * "-", or not fit to show (a name must be a valid label).
+ */
+static void
+store_decode_label(const char *s, size_t len, const char *key, char *buf,
+    size_t size)
+{
+	struct proto_word	w;
+
+	buf[0] = '\0';
+	if (!proto_find_kv(s, len, key, &w) || w.len >= size ||
+	    (w.len == 1 && w.p[0] == '-') || memchr(w.p, '\0', w.len) != NULL)
+		return;
+	if (strcmp(key, "name") == 0 && !proto_valid_label(w.p, w.len))
+		return;
+	memcpy(buf, w.p, w.len);
+	buf[w.len] = '\0';
+}
+
+/*
+ * "n=N kind=K deadline_ms=D [name=L addr=A]" into its parts; -1 when
+ * malformed. name and addr ("" when unknown) are PROTO_LABEL_MAX + 1 and
+ * STORE_HOLDER_ADDR_MAX bytes.
+ */
 static int
 store_decode_grant(const char *s, size_t len, uint32_t *n,
-    enum store_grant_kind *kind, uint64_t *deadline)
+    enum store_grant_kind *kind, uint64_t *deadline, char *name, char *addr)
 {
 	struct proto_word	w;
 	uint64_t		v;
+
+	store_decode_label(s, len, "name", name, PROTO_LABEL_MAX + 1);
+	store_decode_label(s, len, "addr", addr, STORE_HOLDER_ADDR_MAX);
 
 	if (!proto_find_kv(s, len, "n", &w) ||
 	    proto_parse_u64(w.p, w.len, PROTO_INT_MAX, &v) != 0 || v == 0)
@@ -478,6 +517,8 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 	uint64_t		 v, token, deadline;
 	uint32_t		 n;
 	size_t			 i;
+	char			 hname[PROTO_LABEL_MAX + 1];
+	char			 haddr[STORE_HOLDER_ADDR_MAX];
 
 	if (name->type != REDIS_REPLY_STRING ||
 	    !proto_valid_name(name->str, name->len)) {
@@ -502,14 +543,16 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 		    proto_parse_u64(f->str, f->len, UINT64_MAX, &token) != 0 ||
 		    token == 0 ||
 		    store_decode_grant(val->str, val->len, &n, &kind,
-		    &deadline) != 0) {
+		    &deadline, hname, haddr) != 0) {
 			log_warnx("redis: skipping a malformed grant of %s",
 			    name->str);
 			continue;
 		}
 		if (token > *max_token)
 			*max_token = token;
-		ld->grant(ctx, name->str, token, n, kind, deadline);
+		ld->grant(ctx, name->str, token, n, kind, deadline,
+		    hname[0] != '\0' ? hname : NULL,
+		    haddr[0] != '\0' ? haddr : NULL);
 	}
 }
 
@@ -641,58 +684,6 @@ store_parse_owner(const char *value, size_t len, struct store_owner *out)
 	    proto_next_word(value, len, &pos, &w))
 		snprintf(out->addr, sizeof(out->addr), "%.*s", (int)w.len,
 		    w.p);
-}
-
-static int
-store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only, struct store_owner *out, char *err, size_t errlen)
-{
-	char		 okey[STORE_KEY_MAX], ekey[STORE_KEY_MAX], num[24],
-			 lease[24];
-	redisContext	*c;
-	redisReply	*r;
-	long long	 status;
-	int		 rc = -1;
-
-	memset(out, 0, sizeof(*out));
-	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
-	if ((c = store_connect_blocking(st, err, errlen)) == NULL)
-		return (-1);
-	store_key(st, okey, NULL, 0, "owner");
-	store_key(st, ekey, NULL, 0, "epoch");
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)resume_epoch);
-	snprintf(lease, sizeof(lease), "%lld",
-	    (long long)st->cfg->owner_lease_ms);
-	out->sent_ms = timers_now_ms();
-	r = redisCommand(c, "EVAL %s 2 %s %s %s %s %s %s %s", STORE_LUA_CLAIM,
-	    okey, ekey, st->id, addr, num, resume_only ? "1" : "0", lease);
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    r->element[1]->type != REDIS_REPLY_STRING ||
-	    r->element[2]->type != REDIS_REPLY_INTEGER) {
-		snprintf(err, errlen, "claiming %s (and %s): %s", okey, ekey,
-		    r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ?
-		    r->str : "unexpected reply");
-		goto out;
-	}
-	status = r->element[0]->integer;
-	out->epoch = (uint64_t)r->element[2]->integer;
-	if (status == 1) {
-		out->ours = 1;
-		st->epoch = out->epoch;
-		snprintf(st->fence, sizeof(st->fence), "%llu %s ",
-		    (unsigned long long)st->epoch, st->id);
-		snprintf(out->addr, sizeof(out->addr), "%s", addr);
-	} else if (status == 2) {
-		out->superseded = 1;
-		snprintf(out->addr, sizeof(out->addr), "-");
-	} else
-		store_parse_owner(r->element[1]->str, r->element[1]->len, out);
-	rc = 0;
-out:
-	freeReplyObject(r);
-	redisFree(c);
-	return (rc);
 }
 
 /* --- the asynchronous connection --- */
@@ -1144,6 +1135,202 @@ store_submit(struct store *st, const struct store_change *ch, size_t n)
 	store_arm_deadline(st, n / STORE_CHANGES_PER_MS);
 }
 
+/* --- claims, on a connection of their own --- */
+
+enum store_claim_step {
+	CLAIM_AUTH = 1,
+	CLAIM_SELECT,
+	CLAIM_EVAL
+};
+
+/* Drop the claim connection and report the claim failed. */
+static void
+store_claim_fail(struct store *st, const char *why, int drop)
+{
+	redisAsyncContext	*ac = st->cac;
+	char			 reason[256];
+
+	snprintf(reason, sizeof(reason), "%s", why);	/* may live in ac */
+	st->cac = NULL;
+	evtimer_del(st->claim_deadline_ev);
+	if (ac != NULL && drop)
+		redisAsyncFree(ac);
+	if (!st->claiming)
+		return;
+	st->claiming = 0;
+	st->ev.claimed(st->ctx, NULL, reason);
+}
+
+/* The claim script answered r: what it found, or why it failed. */
+static void
+store_claim_answered(struct store *st, const redisReply *r)
+{
+	redisAsyncContext	*ac;
+	struct store_owner	 own;
+	char			 why[256];
+	long long		 status;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[1]->type != REDIS_REPLY_STRING ||
+	    r->element[2]->type != REDIS_REPLY_INTEGER) {
+		snprintf(why, sizeof(why), "claiming %sowner (and %sepoch): %s",
+		    st->cfg->redis_prefix, st->cfg->redis_prefix,
+		    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		store_claim_fail(st, why, 1);
+		return;
+	}
+	memset(&own, 0, sizeof(own));
+	own.sent_ms = st->claim_sent_ms;
+	status = r->element[0]->integer;
+	own.epoch = (uint64_t)r->element[2]->integer;
+	if (status == 1) {
+		own.ours = 1;
+		st->epoch = own.epoch;
+		snprintf(st->fence, sizeof(st->fence), "%llu %s ",
+		    (unsigned long long)st->epoch, st->id);
+		snprintf(own.addr, sizeof(own.addr), "%s", st->advertise);
+	} else if (status == 2) {
+		own.superseded = 1;
+		snprintf(own.addr, sizeof(own.addr), "-");
+	} else
+		store_parse_owner(r->element[1]->str, r->element[1]->len,
+		    &own);
+	evtimer_del(st->claim_deadline_ev);
+	st->claiming = 0;
+	if (own.ours) {
+		/* An owner renews on the main connection: this one may go. */
+		ac = st->cac;
+		st->cac = NULL;
+		redisAsyncFree(ac);	/* deferred: we are in its callback */
+	}
+	st->ev.claimed(st->ctx, &own, NULL);
+}
+
+static void
+store_claim_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct store		*st = ac->data;
+	const redisReply	*r = reply;
+	enum store_claim_step	 step = (enum store_claim_step)(intptr_t)
+				    privdata;
+	char			 why[256];
+
+	if (ac != st->cac)
+		return;		/* a dropped connection's leftovers */
+	if (r == NULL) {
+		store_claim_fail(st, ac->errstr[0] != '\0' ? ac->errstr :
+		    "connection lost", 1);
+		return;
+	}
+	if (step != CLAIM_EVAL) {
+		if (r->type == REDIS_REPLY_ERROR) {
+			snprintf(why, sizeof(why), "%s: %s", step ==
+			    CLAIM_AUTH ? "AUTH" : "SELECT", r->str);
+			store_claim_fail(st, why, 1);
+		}
+		return;
+	}
+	store_claim_answered(st, r);
+}
+
+static void
+store_claim_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct store	*st = ac->data;
+
+	if (ac == st->cac && status != REDIS_OK)
+		store_claim_fail(st, ac->errstr, 0);	/* hiredis frees ac */
+}
+
+static void
+store_claim_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct store	*st = ac->data;
+
+	if (ac == st->cac)
+		store_claim_fail(st, status == REDIS_OK ? "disconnected" :
+		    ac->errstr, 0);
+}
+
+static void
+store_claim_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct store	*st = arg;
+	char		 why[96];
+
+	(void)fd;
+	(void)what;
+	snprintf(why, sizeof(why), "claim: no answer within %lld ms",
+	    (long long)st->cfg->redis_timeout_ms);
+	store_claim_fail(st, why, 1);
+}
+
+/* The claim connection, opened (and authenticated) if need be. */
+static redisAsyncContext *
+store_claim_conn(struct store *st)
+{
+	redisAsyncContext	*ac;
+	char			 why[160];
+
+	if (st->cac != NULL)
+		return (st->cac);
+	ac = st->port == 0 ? redisAsyncConnectUnix(st->host) :
+	    redisAsyncConnect(st->host, st->port);
+	if (ac == NULL || ac->err) {
+		snprintf(why, sizeof(why), "%s", ac != NULL ? ac->errstr :
+		    "out of memory");
+		if (ac != NULL)
+			redisAsyncFree(ac);
+		store_claim_fail(st, why, 0);
+		return (NULL);
+	}
+	ac->data = st;
+	st->cac = ac;
+	redisLibeventAttach(ac, st->base);
+	redisAsyncSetConnectCallback(ac, store_claim_connect_cb);
+	redisAsyncSetDisconnectCallback(ac, store_claim_disconnect_cb);
+	/* Queued until the connection is up, then sent in order. */
+	if (st->cfg->redis_password != NULL)
+		redisAsyncCommand(ac, store_claim_reply_cb,
+		    (void *)(intptr_t)CLAIM_AUTH, "AUTH %s",
+		    st->cfg->redis_password);
+	if (st->cfg->redis_db != 0)
+		redisAsyncCommand(ac, store_claim_reply_cb,
+		    (void *)(intptr_t)CLAIM_SELECT, "SELECT %lld",
+		    (long long)st->cfg->redis_db);
+	return (ac);
+}
+
+static void
+store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
+    int resume_only)
+{
+	char			 okey[STORE_KEY_MAX], ekey[STORE_KEY_MAX],
+				 num[24], lease[24];
+	struct timeval		 tv = {
+		(time_t)(st->cfg->redis_timeout_ms / 1000),
+		(suseconds_t)(st->cfg->redis_timeout_ms % 1000) * 1000 };
+	redisAsyncContext	*ac;
+
+	snprintf(st->advertise, sizeof(st->advertise), "%s", addr);
+	st->claiming = 1;
+	if ((ac = store_claim_conn(st)) == NULL)
+		return;		/* claimed() said why */
+	store_key(st, okey, NULL, 0, "owner");
+	store_key(st, ekey, NULL, 0, "epoch");
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)resume_epoch);
+	snprintf(lease, sizeof(lease), "%lld",
+	    (long long)st->cfg->owner_lease_ms);
+	/* The lease runs from no later than this. */
+	st->claim_sent_ms = timers_now_ms();
+	redisAsyncCommand(ac, store_claim_reply_cb,
+	    (void *)(intptr_t)CLAIM_EVAL, "EVAL %s 2 %s %s %s %s %s %s %s",
+	    STORE_LUA_CLAIM, okey, ekey, st->id, addr, num,
+	    resume_only ? "1" : "0", lease);
+	evtimer_add(st->claim_deadline_ev, &tv);
+}
+
 /* 64 random bits in hex: this process's name in the owner key. */
 static void
 store_make_id(char *buf, size_t len)
@@ -1196,7 +1383,9 @@ store_new(const struct config *cfg, struct event_base *base,
 	st->retry_ev = evtimer_new(base, store_retry_cb, st);
 	st->heartbeat_ev = event_new(base, -1, EV_PERSIST, store_heartbeat_cb,
 	    st);
+	st->claim_deadline_ev = evtimer_new(base, store_claim_deadline_cb, st);
 	if (st->deadline_ev == NULL || st->retry_ev == NULL ||
+	    st->claim_deadline_ev == NULL ||
 	    st->heartbeat_ev == NULL || event_add(st->heartbeat_ev, &hb) != 0)
 		fatalx("cannot set up the redis timers");
 	return (st);
@@ -1205,11 +1394,16 @@ store_new(const struct config *cfg, struct event_base *base,
 static void
 store_free(struct store *st)
 {
-	redisAsyncContext	*ac = st->ac;
+	redisAsyncContext	*ac = st->ac, *cac = st->cac;
 
 	st->ac = NULL;
+	st->cac = NULL;
+	st->claiming = 0;
 	if (ac != NULL)
 		redisAsyncFree(ac);
+	if (cac != NULL)
+		redisAsyncFree(cac);
+	event_free(st->claim_deadline_ev);
 	event_free(st->deadline_ev);
 	event_free(st->retry_ev);
 	event_free(st->heartbeat_ev);

@@ -57,6 +57,19 @@ struct store_change {
 	uint32_t		 n;		/* STORE_GRANT_PUT */
 	enum store_grant_kind	 kind;		/* STORE_GRANT_PUT */
 	uint64_t		 deadline_unix_ms; /* leases: wall-clock end */
+	const char		*holder_name;	/* STORE_GRANT_PUT; NULL: - */
+	const char		*holder_addr;	/* STORE_GRANT_PUT; NULL: - */
+};
+
+#define STORE_ADDR_MAX	256	/* an advertised HOST:PORT */
+
+/* What a claim found: the data set is ours now, or whose it is. */
+struct store_owner {
+	int		 ours;		/* 1: this daemon owns it now */
+	int		 superseded;	/* resume only, and the epoch moved on */
+	uint64_t	 epoch;		/* ours, else the owner's or the last */
+	char		 addr[STORE_ADDR_MAX];	/* the owner's, or "-" */
+	uint64_t	 sent_ms;	/* ours: the lease runs from then */
 };
 
 /* What the asynchronous connection reports; ctx is the create's. */
@@ -91,25 +104,24 @@ struct store_events {
 	 * and replaced them (nkeys > 0): Redis must be rewritten whole.
 	 */
 	void	(*repaired)(void *ctx, char **keys, size_t nkeys);
+	/*
+	 * A claim's outcome: *own, or NULL and why it could not be made
+	 * (Redis unreachable, refusing, or a key of the wrong type).
+	 */
+	void	(*claimed)(void *ctx, const struct store_owner *own,
+		    const char *err);
 };
 
-/* What store_load finds, one call per object. */
+/*
+ * What store_load finds, one call per object. A grant's holder name and
+ * address are NULL when unknown (stored as "-", or by an older semd).
+ */
 struct store_loader {
 	void	(*sem)(void *ctx, const char *name, uint32_t capacity);
 	void	(*grant)(void *ctx, const char *sem, uint64_t token,
 		    uint32_t n, enum store_grant_kind kind,
-		    uint64_t deadline_unix_ms);
-};
-
-#define STORE_ADDR_MAX	256	/* an advertised HOST:PORT */
-
-/* What a claim found: the data set is ours now, or whose it is. */
-struct store_owner {
-	int		 ours;		/* 1: this daemon owns it now */
-	int		 superseded;	/* resume only, and the epoch moved on */
-	uint64_t	 epoch;		/* ours, else the owner's or the last */
-	char		 addr[STORE_ADDR_MAX];	/* the owner's, or "-" */
-	uint64_t	 sent_ms;	/* ours: the lease runs from then */
+		    uint64_t deadline_unix_ms, const char *holder_name,
+		    const char *holder_addr);
 };
 
 /*
@@ -125,15 +137,15 @@ struct store_ops {
 	void		 (*destroy)(struct store *st);
 
 	/*
-	 * Blocking: take the ownership lease of the data set for owner-lease,
-	 * advertising addr. resume_epoch (0: none) is the epoch this daemon
-	 * held: it is kept when nobody owned the data set since; with
-	 * resume_only, nothing else is taken (superseded says so). Returns 0
-	 * and fills *out, or -1 with a message in err.
+	 * Take the ownership lease of the data set for owner-lease,
+	 * advertising addr, on a connection of its own (the event loop goes
+	 * on; claimed() follows, perhaps from inside this call). resume_epoch
+	 * (0: none) is the epoch this daemon held: it is kept when nobody
+	 * owned the data set since; with resume_only, nothing else is taken
+	 * (superseded says so).
 	 */
-	int		 (*claim)(struct store *st, const char *addr,
-			    uint64_t resume_epoch, int resume_only,
-			    struct store_owner *out, char *err, size_t errlen);
+	void		 (*claim)(struct store *st, const char *addr,
+			    uint64_t resume_epoch, int resume_only);
 	/* The advertised address changed (the port is known once bound). */
 	void		 (*advertise)(struct store *st, const char *addr);
 	/*

@@ -1,9 +1,9 @@
 /*
  * parse.c: one request line in, one typed request or one ERR PROTO out.
  *
- * Pure: no I/O, no allocation, no locale. Every verb but ACQUIRE and TRY
- * takes a fixed list of arguments, declared once in verb_args[]; the
- * optional n and clauses of those two get their own small parser. Errors
+ * Pure: no I/O, no allocation, no locale. Every verb but ACQUIRE, TRY and
+ * WATCH takes a fixed list of arguments, declared once in verb_args[]; the
+ * optional words and clauses of those three get their own small parsers. Errors
  * quote the offending word, made printable and cut short, so a reply line
  * never carries raw client bytes.
  */
@@ -26,8 +26,9 @@ static const char *const verb_names[VERB__COUNT] = {
 /*
  * Arguments of each verb, one letter per word:
  *   s <sem>	p <password>	c <capacity> 1..	z <capacity> 0..
- *   t <token>	m <ms>
- * NULL means the ACQUIRE/TRY form, parsed by parse_acquire().
+ *   t <token>	m <ms>		l <label>		i <conn id>
+ * NULL means a form with optional words: parse_acquire() for ACQUIRE and
+ * TRY, parse_watch() for WATCH.
  */
 static const struct {
 	const char	*args;
@@ -52,6 +53,10 @@ static const struct {
 	[VERB_STATS] =		{ "",	 "" },
 	[VERB_QUIT] =		{ "",	 "" },
 	[VERB_ROLE] =		{ "",	 "" },
+	[VERB_NAME] =		{ "l",	 "<label>" },
+	[VERB_CLIENTS] =	{ "",	 "" },
+	[VERB_KILL] =		{ "i",	 "<conn id>" },
+	[VERB_WATCH] =		{ NULL,	 "<sem> <token> [TIMEOUT <ms>]" },
 };
 
 static int
@@ -146,6 +151,21 @@ proto_valid_name(const char *name, size_t len)
 }
 
 int
+proto_valid_label(const char *label, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || len > PROTO_LABEL_MAX)
+		return (0);
+	/* The name alphabet, one byte at a time, or '@'. */
+	for (i = 0; i < len; i++) {
+		if (label[i] != '@' && !proto_valid_name(label + i, 1))
+			return (0);
+	}
+	return (1);
+}
+
+int
 proto_parse_u64(const char *p, size_t len, uint64_t max, uint64_t *out)
 {
 	uint64_t	v = 0, d;
@@ -226,6 +246,7 @@ parse_arg(char kind, const struct proto_word *w, struct proto_request *req,
     struct proto_error *err)
 {
 	uint64_t	v;
+	char		buf[ECHO_BUFSIZE];
 
 	switch (kind) {
 	case 's':
@@ -243,6 +264,18 @@ parse_arg(char kind, const struct proto_word *w, struct proto_request *req,
 	case 't':
 		return (parse_num(w, 0, UINT64_MAX, "token", &req->token,
 		    err));
+	case 'i':
+		return (parse_num(w, 0, UINT64_MAX, "connection id",
+		    &req->conn_id, err));
+	case 'l':
+		if (!proto_valid_label(w->p, w->len)) {
+			return (proto_set_error(err, PERR_PROTO,
+			    "invalid label '%s' (1..%d bytes of "
+			    "A-Z a-z 0-9 _ . : / - @)", echo(w, buf),
+			    PROTO_LABEL_MAX));
+		}
+		req->arg = *w;
+		return (PROTO_PARSE_OK);
 	case 'm':
 		if (parse_num(w, 0, PROTO_INT_MAX, "ms", &v, err) !=
 		    PROTO_PARSE_OK)
@@ -318,6 +351,37 @@ parse_acquire(struct proto_request *req, const struct proto_word *w,
 	return (PROTO_PARSE_OK);
 }
 
+/* WATCH <sem> <token> [TIMEOUT <ms>]. */
+static enum proto_parse_result
+parse_watch(struct proto_request *req, const struct proto_word *w,
+    size_t nw, struct proto_error *err)
+{
+	uint64_t	v;
+	char		buf[ECHO_BUFSIZE];
+
+	if (nw < 3 || nw > 5)
+		return (parse_arity(req, err));
+	if (parse_arg('s', &w[1], req, err) != PROTO_PARSE_OK ||
+	    parse_arg('t', &w[2], req, err) != PROTO_PARSE_OK)
+		return (PROTO_PARSE_ERROR);
+	if (nw == 3)
+		return (PROTO_PARSE_OK);
+	if (!word_is(&w[3], "TIMEOUT")) {
+		return (proto_set_error(err, PERR_PROTO,
+		    "unexpected '%s' in WATCH (usage: WATCH %s)",
+		    echo(&w[3], buf), verb_args[VERB_WATCH].usage));
+	}
+	if (nw == 4) {
+		return (proto_set_error(err, PERR_PROTO,
+		    "TIMEOUT needs a value in ms"));
+	}
+	if (parse_num(&w[4], 0, PROTO_INT_MAX, "TIMEOUT", &v, err) !=
+	    PROTO_PARSE_OK)
+		return (PROTO_PARSE_ERROR);
+	req->timeout_ms = (int64_t)v;
+	return (PROTO_PARSE_OK);
+}
+
 enum proto_parse_result
 proto_parse(const char *line, size_t len, struct proto_request *req,
     struct proto_error *err)
@@ -350,8 +414,11 @@ proto_parse(const char *line, size_t len, struct proto_request *req,
 	}
 	req->verb = (enum proto_verb)v;
 
-	if ((args = verb_args[v].args) == NULL)
+	if ((args = verb_args[v].args) == NULL) {
+		if (req->verb == VERB_WATCH)
+			return (parse_watch(req, w, nw, err));
 		return (parse_acquire(req, w, nw, err));
+	}
 	if (nw - 1 != strlen(args))
 		return (parse_arity(req, err));
 	for (i = 1; i < nw; i++) {

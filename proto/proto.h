@@ -14,6 +14,7 @@
 
 #define PROTO_VERSION		1
 #define PROTO_NAME_MAX		200		/* bytes in a semaphore name */
+#define PROTO_LABEL_MAX		64		/* bytes in a NAME label */
 #define PROTO_INT_MAX		2147483647u	/* 2^31-1: n, capacity, ms */
 #define PROTO_ERRMSG_MAX	160		/* human text after ERR CODE */
 #define PROTO_DEFAULT_PORT	7313
@@ -63,7 +64,11 @@ enum proto_err {
 	X(LIST)		\
 	X(STATS)	\
 	X(QUIT)		\
-	X(ROLE)
+	X(ROLE)		\
+	X(NAME)		\
+	X(CLIENTS)	\
+	X(KILL)		\
+	X(WATCH)
 
 enum proto_verb {
 #define X(v) VERB_##v,
@@ -81,14 +86,15 @@ struct proto_word {
 /*
  * A parsed request. Only the fields the verb takes are meaningful:
  *   sem       CREATE RESIZE DELETE ACQUIRE TRY RELEASE REFRESH ATTACH
- *             CHECK REVOKE INFO HOLDERS WAITERS
- *   arg       AUTH (the password, any bytes but blanks)
+ *             CHECK REVOKE INFO HOLDERS WAITERS WATCH
+ *   arg       AUTH (the password, any bytes but blanks), NAME (the label)
  *   n         ACQUIRE TRY (1 when omitted)
  *   capacity  CREATE (1..2^31-1) RESIZE (0..2^31-1)
- *   timeout_ms ACQUIRE (-1: wait for ever; TRY sets 0)
+ *   timeout_ms ACQUIRE WATCH (-1: wait for ever; TRY sets 0)
  *   lease_ms  ACQUIRE TRY (-1: no lease, bound to the connection)
- *   token     RELEASE REFRESH ATTACH CHECK REVOKE
+ *   token     RELEASE REFRESH ATTACH CHECK REVOKE WATCH
  *   ms        REFRESH
+ *   conn_id   KILL
  */
 struct proto_request {
 	enum proto_verb		 verb;
@@ -100,6 +106,7 @@ struct proto_request {
 	int64_t			 lease_ms;
 	uint64_t		 token;
 	uint32_t		 ms;
+	uint64_t		 conn_id;
 };
 
 /* Why a request was refused: a code and a one-line human text. */
@@ -139,6 +146,9 @@ const char		*proto_verb_name(enum proto_verb verb);
 
 /* 1 if name[0..len) is a valid semaphore name (1..200 bytes of the alphabet). */
 int			 proto_valid_name(const char *name, size_t len);
+
+/* 1 if label[0..len) is a valid NAME label (1..64 bytes, the alphabet or @). */
+int			 proto_valid_label(const char *label, size_t len);
 
 /*
  * Parse a whole decimal word (digits only, no sign, no blanks) of at most

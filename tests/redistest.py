@@ -577,3 +577,250 @@ def run(*tests, time_limit=120):
     except RuntimeError:
         sys.exit(1)
     semdtest.run(*[_with_cleanup(t) for t in tests], time_limit=time_limit)
+
+
+# --------------------------------------------------------------------------
+# Ownership, standby and failover (issue 7)
+# --------------------------------------------------------------------------
+
+def role_of(c, timeout=5.0):
+    """ROLE parsed: {'role': .., 'epoch': int, 'owner': ..}; raises
+    AssertionError on another reply."""
+    got = c.cmd("ROLE", timeout)
+    m = re.fullmatch(r"OK role=(\S+) epoch=([0-9]+) owner=(\S+)(?: .*)?",
+                     got)
+    if not m:
+        raise AssertionError("ROLE: got %r, expected 'OK role=.. epoch=.. "
+                             "owner=..'" % (got,))
+    return {"role": m.group(1), "epoch": int(m.group(2)),
+            "owner": m.group(3)}
+
+
+def role_at(port, timeout=2.0):
+    """ROLE of the semd on port from a fresh connection, or None if it
+    cannot be asked (not listening, closed, no answer)."""
+    try:
+        c = connect(port, timeout=timeout)
+    except OSError:
+        return None
+    try:
+        return role_of(c, timeout)
+    except (OSError, ConnClosed, ReplyTimeout, AssertionError):
+        return None
+    finally:
+        c.close()
+
+
+def wait_role(port, role, timeout=10.0, interval=0.02):
+    """Poll ROLE until it says role; returns (ROLE dict, monotonic time it
+    was first seen) or (last ROLE seen, None)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = role_at(port) or last
+        if last is not None and last["role"] == role:
+            return last, time.monotonic()
+        if time.monotonic() >= deadline:
+            return last, None
+        time.sleep(interval)
+
+
+def standby_reply(got):
+    """The owner=, epoch= words of an `ERR STANDBY owner=X epoch=N ...`
+    reply as (owner, epoch), or None if got is not one."""
+    m = re.fullmatch(r"ERR STANDBY owner=(\S+) epoch=([0-9]+)(?: .*)?",
+                     got or "")
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def owner_key(r, prefix=PREFIX):
+    """`P owner` split as (epoch, instance id, addr), or None."""
+    v = r.cmd("GET", prefix + "owner")
+    if v is None:
+        return None
+    w = v.split()
+    return (int(w[0]) if w and w[0].isdigit() else w[0],) + tuple(w[1:])
+
+
+def ownership_args(lease="1500ms", standby=False):
+    return ["--owner-lease", lease, "--standby", "yes" if standby else "no"]
+
+
+class Proxy:
+    """A TCP forwarder on 127.0.0.1:.port to 127.0.0.1:target, in a thread
+    of the test, for cutting a daemon off from Redis: pause() stops moving
+    bytes both ways and accepting connections, without closing anything
+    (a partition: the peers see silence); resume() moves them again.
+    close() closes every socket."""
+
+    def __init__(self, target):
+        import selectors
+        import threading
+        self.target = target
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(128)
+        self.lsock.setblocking(False)
+        self.port = self.lsock.getsockname()[1]
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.lsock, selectors.EVENT_READ, None)
+        self.peer = {}              # socket -> the socket it forwards to
+        self.paused = False
+        self.done = False
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, daemon=True,
+                                       name="proxy%d" % self.port)
+        self.thread.start()
+        _proxies.append(self)
+
+    def addr(self):
+        return "127.0.0.1:%d" % self.port
+
+    def pause(self):
+        with self.lock:
+            self.paused = True
+
+    def resume(self):
+        with self.lock:
+            self.paused = False
+
+    def _drop(self, s):
+        o = self.peer.pop(s, None)
+        for x in (s, o):
+            if x is None:
+                continue
+            try:
+                self.sel.unregister(x)
+            except (KeyError, ValueError):
+                pass
+            x.close()
+        if o is not None:
+            self.peer.pop(o, None)
+
+    def _accept(self):
+        import selectors
+        try:
+            a, _ = self.lsock.accept()
+        except OSError:
+            return
+        try:
+            b = socket.create_connection(("127.0.0.1", self.target), 5)
+        except OSError:
+            a.close()
+            return
+        for s in (a, b):
+            s.setblocking(False)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.peer[a], self.peer[b] = b, a
+        self.sel.register(a, selectors.EVENT_READ, None)
+        self.sel.register(b, selectors.EVENT_READ, None)
+
+    def _forward(self, s):
+        try:
+            data = s.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        o = self.peer.get(s)
+        if not data or o is None:
+            self._drop(s)
+            return
+        try:
+            o.setblocking(True)
+            o.settimeout(5)
+            o.sendall(data)
+            o.setblocking(False)
+        except OSError:
+            self._drop(s)
+
+    def _loop(self):
+        while not self.done:
+            with self.lock:
+                paused = self.paused
+            if paused:
+                time.sleep(0.005)
+                continue
+            for key, _ in self.sel.select(0.02):
+                with self.lock:
+                    if self.paused or self.done:
+                        break
+                if key.fileobj is self.lsock:
+                    self._accept()
+                elif key.fileobj in self.peer:
+                    self._forward(key.fileobj)
+
+    def close(self):
+        self.done = True
+        self.thread.join(2)
+        for s in list(self.peer):
+            self._drop(s)
+        try:
+            self.sel.unregister(self.lsock)
+        except (KeyError, ValueError):
+            pass
+        self.lsock.close()
+        if self in _proxies:
+            _proxies.remove(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+_proxies = []
+
+
+def semd_must_exit(*args, timeout=15.0):
+    """Start `semd --bind 127.0.0.1 --port 0 ARGS...` expecting it to stop
+    by itself at start-up: returns (exit status or None if it was still
+    running after timeout and had to be stopped, its log). The log is
+    checked for sanitizer reports."""
+    d = start_semd(*args, wait_ready=False)
+    d.check_exit = False
+    try:
+        d.proc.wait(timeout=timeout)
+        status = d.proc.returncode
+    except subprocess.TimeoutExpired:
+        status = None
+    d.stop()
+    return status, d.log_text()
+
+
+def poll_grant(port, req, timeout=15.0, interval=0.01):
+    """Send req (a TRY/ACQUIRE) to the semd on port until it answers
+    `OK <token>` (reconnecting when refused or closed): returns (token,
+    monotonic time the reply was read, last other reply seen); token is
+    None if no grant came within timeout."""
+    deadline = time.monotonic() + timeout
+    c = None
+    last = None
+    try:
+        while time.monotonic() < deadline:
+            if c is None:
+                try:
+                    c = connect(port, timeout=1.0)
+                except OSError as e:
+                    last = "connect: %s" % e
+                    time.sleep(interval)
+                    continue
+            try:
+                got = c.cmd(req, 2.0)
+            except (OSError, ConnClosed, ReplyTimeout) as e:
+                last = "%s: %s" % (type(e).__name__, e)
+                c.close()
+                c = None
+                continue
+            m = re.fullmatch(r"OK ([0-9]+)", got)
+            if m:
+                return int(m.group(1)), time.monotonic(), last
+            last = got
+            time.sleep(interval)
+        return None, None, last
+    finally:
+        if c is not None:
+            c.close()

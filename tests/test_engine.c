@@ -8,6 +8,7 @@
  * emitted while the state is half-updated.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,7 @@ struct rec {
 	uint64_t			 token;
 	uint32_t			 n;
 	uint64_t			 at_ms;
+	char				 holder[32];	/* RELEASED: name/addr */
 };
 
 #define NRECS	64
@@ -208,6 +210,10 @@ on_event(void *ctx, const struct engine_event *ev)
 		break;
 	case ENGINE_EV_RELEASED:
 		ck_assert_ptr_nonnull(g);
+		/* The holder's labels are still readable, for observers. */
+		snprintf(r->holder, sizeof(r->holder), "%s/%s",
+		    g->holder_name != NULL ? g->holder_name : "-",
+		    g->holder_addr != NULL ? g->holder_addr : "-");
 		ck_assert_ptr_null(engine_find_grant(e, ev->sem, g->token));
 		ck_assert(!on_list(ev->sem->grants, g, 0));
 		if (g->owner != NULL)
@@ -1319,6 +1325,50 @@ START_TEST(test_free_silent)
 }
 END_TEST
 
+/* Opaque holder labels: copied, replaced, seen at release, freed. */
+START_TEST(test_grant_holder)
+{
+	struct sem	*s = mksem("s", 3);
+	struct owner	*o = owner(1);
+	struct grant	*g, *g2, *g3;
+	char		 name[] = "worker@web3", addr[] = "10.0.0.7:4121";
+	uint64_t	 l;
+
+	l = take(s, o, 1, 100);
+	g = engine_find_grant(eng, s, l);
+	ck_assert_ptr_null(g->holder_name);
+	ck_assert_ptr_null(g->holder_addr);
+	nrecs = 0;
+	engine_grant_set_holder(g, name, addr);
+	ck_assert_uint_eq(nrecs, 0);			/* no event */
+	ck_assert_str_eq(g->holder_name, "worker@web3");
+	ck_assert_str_eq(g->holder_addr, "10.0.0.7:4121");
+	ck_assert_ptr_ne(g->holder_name, name);		/* a copy */
+	name[0] = 'X';
+	ck_assert_str_eq(g->holder_name, "worker@web3");
+
+	engine_grant_set_holder(g, NULL, "unix");	/* replaced */
+	ck_assert_ptr_null(g->holder_name);
+	ck_assert_str_eq(g->holder_addr, "unix");
+	engine_grant_set_holder(g, "w2", "1.2.3.4:5");
+
+	advance(100);
+	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
+	ck_assert_str_eq(recs[0].holder, "w2/1.2.3.4:5");
+
+	/* Restored grants take labels too; engine_free frees them. */
+	g2 = engine_restore_grant(eng, s, 50, 1, GRANT_LEASE, 1000);
+	engine_grant_set_holder(g2, "old", "127.0.0.1:1");
+	g3 = engine_find_grant(eng, s, take(s, o, 1, -1));
+	engine_grant_set_holder(g3, "bound", NULL);
+	ck_assert_int_eq(engine_revoke(eng, s, 50), PERR_NONE);
+	expect(nrecs - 1, ENGINE_EV_RELEASED, NULL, RELEASE_REVOKED);
+	ck_assert_str_eq(recs[nrecs - 1].holder, "old/127.0.0.1:1");
+	g2 = engine_restore_grant(eng, s, 60, 1, GRANT_UNOWNED, 1000);
+	engine_grant_set_holder(g2, "left", "held");
+}
+END_TEST
+
 START_TEST(test_kind_name)
 {
 	ck_assert_str_eq(engine_kind_name(GRANT_CONN), "conn");
@@ -1366,6 +1416,7 @@ engine_suite(void)
 	tcase_add_test(tc, test_restore_unclaimed);
 	tcase_add_test(tc, test_stats);
 	tcase_add_test(tc, test_free_silent);
+	tcase_add_test(tc, test_grant_holder);
 	tcase_add_test(tc, test_kind_name);
 	suite_add_tcase(su, tc);
 	return (su);

@@ -129,6 +129,10 @@ static const struct {
 	{ "STATS", VERB_STATS },
 	{ "QUIT", VERB_QUIT },
 	{ "ROLE", VERB_ROLE },
+	{ "NAME w", VERB_NAME },
+	{ "CLIENTS", VERB_CLIENTS },
+	{ "KILL 1", VERB_KILL },
+	{ "WATCH s 1", VERB_WATCH },
 };
 
 START_TEST(test_verb_table_complete)
@@ -214,6 +218,128 @@ START_TEST(test_noarg_verbs)
 	ck_ok("role");
 	ck_assert_int_eq(req.verb, VERB_ROLE);
 	ck_bad("ROLE x", "wrong number of arguments for 'ROLE'");
+	ck_ok("clients");
+	ck_assert_int_eq(req.verb, VERB_CLIENTS);
+	ck_bad("CLIENTS x", "wrong number of arguments for 'CLIENTS'");
+}
+END_TEST
+
+/* --- 1.1: NAME, KILL, WATCH --- */
+
+START_TEST(test_name_verb)
+{
+	char	line[128];
+
+	ck_ok("NAME billing-worker@web3:4121");
+	ck_assert_int_eq(req.verb, VERB_NAME);
+	ck_word(req.arg, "billing-worker@web3:4121");
+	ck_ok("name Az09_.:/-@");
+	ck_word(req.arg, "Az09_.:/-@");
+	ck_ok("NAME @");
+	ck_word(req.arg, "@");
+	ck_ok("NAME\tMixed\t");
+	ck_word(req.arg, "Mixed");
+
+	/* 64 bytes pass, 65 do not. */
+	memcpy(line, "NAME ", 5);
+	memset(line + 5, 'x', 64);
+	line[69] = '\0';
+	ck_ok(line);
+	ck_assert_uint_eq(req.arg.len, 64);
+	ck_assert_ptr_eq(req.arg.p, line + 5);
+	line[69] = 'x';
+	line[70] = '\0';
+	ck_bad(line, "invalid label 'xxxxxxxx");
+	ck_bad(line, "1..64 bytes");
+
+	ck_bad("NAME a=b", "invalid label 'a=b'");
+	ck_bad("NAME a!", "invalid label 'a!'");
+	ck_bad("NAME \xc3\xa9x", "invalid label '?" "?x'");
+	ck_bad_len("NAME a\0b", 8, "invalid label 'a?b'");
+	ck_bad("NAME", "wrong number of arguments for 'NAME' (usage: "
+	    "NAME <label>)");
+	ck_bad("NAME a b", "wrong number of arguments for 'NAME'");
+
+	ck_assert_int_eq(proto_valid_label("a@b", 3), 1);
+	ck_assert_int_eq(proto_valid_label("", 0), 0);
+	ck_assert_int_eq(proto_valid_label("a b", 3), 0);
+	ck_assert_int_eq(proto_valid_label("a\tb", 3), 0);
+	/* len, not NUL, ends the label */
+	ck_assert_int_eq(proto_valid_label("ab!", 2), 1);
+}
+END_TEST
+
+/* Every byte in a label: the name alphabet and '@' pass. */
+START_TEST(test_label_byte)
+{
+	const char	*alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789_.:/-@";
+	char		 line[] = "NAME a?b";
+	int		 valid;
+
+	if (_i == ' ' || _i == '\t')
+		return;		/* a blank splits the label */
+	line[6] = (char)_i;
+	valid = _i != 0 && strchr(alphabet, _i) != NULL;
+	if (valid) {
+		ck_assert_int_eq(parse_len(line, 8), PROTO_PARSE_OK);
+		ck_word_len(req.arg, line + 5, 3);
+	} else
+		ck_bad_len(line, 8, "invalid label");
+}
+END_TEST
+
+START_TEST(test_kill)
+{
+	ck_ok("KILL 42");
+	ck_assert_int_eq(req.verb, VERB_KILL);
+	ck_assert_uint_eq(req.conn_id, 42);
+	ck_ok("kill 0");
+	ck_assert_uint_eq(req.conn_id, 0);
+	ck_ok("KILL 18446744073709551615");
+	ck_assert_uint_eq(req.conn_id, UINT64_MAX);
+	ck_bad("KILL 18446744073709551616", "invalid connection id "
+	    "'18446744073709551616'");
+	ck_bad("KILL -1", "invalid connection id '-1'");
+	ck_bad("KILL me", "invalid connection id 'me'");
+	ck_bad("KILL", "wrong number of arguments for 'KILL' (usage: "
+	    "KILL <conn id>)");
+	ck_bad("KILL 1 2", "wrong number of arguments for 'KILL'");
+}
+END_TEST
+
+START_TEST(test_watch)
+{
+	ck_ok("WATCH s 42");
+	ck_assert_int_eq(req.verb, VERB_WATCH);
+	ck_word(req.sem, "s");
+	ck_assert_uint_eq(req.token, 42);
+	ck_assert_int_eq(req.timeout_ms, -1);
+
+	ck_ok("watch db-pool 18446744073709551615 timeout 2500");
+	ck_word(req.sem, "db-pool");
+	ck_assert_uint_eq(req.token, UINT64_MAX);
+	ck_assert_int_eq(req.timeout_ms, 2500);
+	ck_ok("WATCH s 1 TIMEOUT 0");
+	ck_assert_int_eq(req.timeout_ms, 0);
+	ck_ok("WATCH s 1 TIMEOUT 2147483647");
+	ck_assert_int_eq(req.timeout_ms, 2147483647);
+
+	ck_bad("WATCH s 1 TIMEOUT 2147483648", "invalid TIMEOUT "
+	    "'2147483648'");
+	ck_bad("WATCH s 1 TIMEOUT -1", "invalid TIMEOUT '-1'");
+	ck_bad("WATCH s 1 TIMEOUT", "TIMEOUT needs a value in ms");
+	ck_bad("WATCH s 1 LEASE 5", "unexpected 'LEASE' in WATCH");
+	ck_bad("WATCH s 1 5", "unexpected '5' in WATCH");
+	ck_bad("WATCH s 1 TIMEOUT 5 TIMEOUT 6",
+	    "wrong number of arguments for 'WATCH'");
+	ck_bad("WATCH s 1 TIMEOUT 5 x", "wrong number of arguments for "
+	    "'WATCH' (usage: WATCH <sem> <token> [TIMEOUT <ms>])");
+	ck_bad("WATCH s", "wrong number of arguments for 'WATCH'");
+	ck_bad("WATCH", "wrong number of arguments for 'WATCH'");
+	ck_bad("WATCH bad!name 1", "invalid semaphore name 'bad!name'");
+	ck_bad("WATCH s x", "invalid token 'x'");
+	ck_bad("WATCH s 18446744073709551616", "invalid token");
 }
 END_TEST
 
@@ -1132,6 +1258,10 @@ proto_suite(void)
 	tcase_add_test(tc, test_sem_only_verbs);
 	tcase_add_test(tc, test_token_verbs);
 	tcase_add_test(tc, test_refresh);
+	tcase_add_test(tc, test_name_verb);
+	tcase_add_loop_test(tc, test_label_byte, 0, 256);
+	tcase_add_test(tc, test_kill);
+	tcase_add_test(tc, test_watch);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("acquire");

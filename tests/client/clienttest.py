@@ -6,6 +6,7 @@ tests/semdtest.py (imported whole, so a test script needs only this).
     cli(port, "info", "jobs") run semd-cli: (status, stdout, stderr)
     free_port()               a TCP port nobody listens on (for now)
     Redis()                   a private redis-server, for persistence
+    Fake()                    a scripted fake semd: subclass, answer()
 """
 import atexit
 import os
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
@@ -55,11 +57,26 @@ def relay(out, what):
             note("%s: %s" % (what, ln))
 
 
-def api(*args, timeout=60):
+CLIENT_ENV = ("SEMD_HOSTS", "SEMD_HOST", "SEMD_PORT", "SEMD_SOCKET",
+              "SEMD_PASSWORD")
+
+
+def client_env(env=None):
+    """The environment for a client: none of ours, then env."""
+    full_env = dict(os.environ)
+    for k in CLIENT_ENV:
+        full_env.pop(k, None)
+    if env:
+        full_env.update(env)
+    return full_env
+
+
+def api(*args, timeout=60, env=None):
     """Run semc_api ARGS; relay its checks; check it exited 0."""
     p = subprocess.run([SEMC_API] + [str(a) for a in args],
                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=timeout)
+                       stderr=subprocess.PIPE, timeout=timeout,
+                       env=client_env(env))
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
     relay(out, "semc_api")
@@ -78,11 +95,7 @@ def cli_argv(port, *args):
 
 def cli(port, *args, env=None, timeout=30, input=None):
     """Run semd-cli [-p PORT] ARGS: (status, stdout, stderr) as text."""
-    full_env = dict(os.environ)
-    for k in ("SEMD_HOST", "SEMD_PORT", "SEMD_SOCKET", "SEMD_PASSWORD"):
-        full_env.pop(k, None)
-    if env:
-        full_env.update(env)
+    full_env = client_env(env)
     p = subprocess.run(cli_argv(port, *args),
                        stdin=subprocess.PIPE if input is not None
                        else subprocess.DEVNULL,
@@ -93,6 +106,83 @@ def cli(port, *args, env=None, timeout=30, input=None):
     err = p.stderr.decode("utf-8", "replace")
     no_sanitizer_report(err, "semd-cli %s" % " ".join(map(str, args)))
     return p.returncode, out, err
+
+
+class Fake:
+    """A TCP server on 127.0.0.1 (or ::1) answering each request line with
+    answer(words): a line, "" to close the connection, None for silence.
+    requests lists every line received, in order. kill() closes the
+    listener and every connection, as a semd killed with kill -9."""
+
+    def __init__(self, family=socket.AF_INET):
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.bind(("::1" if family == socket.AF_INET6 else
+                        "127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.requests = []
+        self.conns = []
+        self.stopping = False
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def answer(self, words):
+        return "ERR PROTO the fake does not know %s" % words[0]
+
+    def verbs(self, verb):
+        """The requests received with that verb."""
+        return [r for r in self.requests if r.split()[0] == verb]
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                if self.stopping:
+                    s.close()
+                    return
+                self.conns.append(s)
+            threading.Thread(target=self._serve, args=(s,),
+                             daemon=True).start()
+
+    def _serve(self, s):
+        buf = b""
+        with s:
+            while True:
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                while b"\n" in buf:
+                    ln, buf = buf.split(b"\n", 1)
+                    words = ln.decode().split()
+                    self.requests.append(" ".join(words))
+                    reply = self.answer(words) if words else None
+                    if reply == "":
+                        return
+                    if reply is not None:
+                        try:
+                            s.sendall(reply.encode() + b"\r\n")
+                        except OSError:
+                            return
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
+
+    def kill(self):
+        with self.lock:
+            self.close()
+            for s in self.conns:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 class Redis:

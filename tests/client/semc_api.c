@@ -11,6 +11,20 @@
  *	semc_api reattach PORT kept|lost   holds a bound permit across a
  *					semd restart the script does
  *	semc_api unix PATH		a Unix socket
+ *
+ * Host lists and failover (opts.hosts = LIST; "-" for none, so that
+ * SEMD_HOSTS is read; failover_timeout_ms = MS, 0 for the default):
+ *
+ *	semc_api follow LIST MS		two TRY jobs LEASE 60000 succeed
+ *	semc_api giveup LIST MS		TRY gives SEMC_ERR_CONNECT
+ *	semc_api lostreply LIST		TRY closes: SEMC_ERR_LOST, once
+ *	semc_api badlist LIST		every call: SEMC_ERR_INVAL
+ *	semc_api failover LIST		holds a bound permit while the script
+ *					kills the owner; "go" on stdin, then
+ *					a call re-attaches it; "go" again,
+ *					then a TRY with a lease
+ *	semc_api keeperfail LIST	a kept lease of 6 s, while the script
+ *					kills the owner after "lease N"
  */
 #include <poll.h>
 #include <pthread.h>
@@ -18,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "semc.h"
@@ -508,6 +523,170 @@ scenario_unix(const char *path)
 	semc_free(c);
 }
 
+static struct semc *
+handle_list(const char *hosts, const char *failover_ms)
+{
+	struct semc_opts	 opts;
+	struct semc		*c;
+
+	memset(&opts, 0, sizeof(opts));
+	if (strcmp(hosts, "-") != 0)
+		opts.hosts = hosts;
+	opts.failover_timeout_ms = atoi(failover_ms);
+	opts.io_timeout_ms = 5000;
+	if ((c = semc_new(&opts)) == NULL) {
+		perror("semc_new");
+		exit(1);
+	}
+	return (c);
+}
+
+static void
+scenario_follow(const char *hosts, const char *failover_ms)
+{
+	struct semc	*c = handle_list(hosts, failover_ms);
+	uint64_t	 t;
+
+	if (expect(c, semc_try(c, "jobs", 1, 60000, &t), SEMC_OK,
+	    "TRY jobs LEASE 60000 reaches the owner"))
+		printf("# token %llu\n", (unsigned long long)t);
+	expect(c, semc_try(c, "jobs", 1, 60000, &t), SEMC_OK,
+	    "a second TRY on the same handle");
+	semc_free(c);
+}
+
+static void
+scenario_giveup(const char *hosts, const char *failover_ms)
+{
+	struct semc	*c = handle_list(hosts, failover_ms);
+	uint64_t	 t;
+	int64_t		 start_ms, took_ms;
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	start_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	expect(c, semc_try(c, "jobs", 1, 60000, &t), SEMC_ERR_CONNECT,
+	    "no owner anywhere: the call gives up");
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	took_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - start_ms;
+	check(strstr(semc_errmsg(c), "no owner") != NULL,
+	    "the message says so: %s", semc_errmsg(c));
+	check(atoi(failover_ms) < 0 || took_ms >= atoi(failover_ms),
+	    "it searched for the whole failover time (%lld ms)",
+	    (long long)took_ms);
+	printf("took_ms %lld\n", (long long)took_ms);
+	semc_free(c);
+}
+
+static void
+scenario_lostreply(const char *hosts)
+{
+	struct semc	*c = handle_list(hosts, "0");
+	uint64_t	 t;
+
+	expect(c, semc_try(c, "closes", 1, 60000, &t), SEMC_ERR_LOST,
+	    "a TRY whose reply was lost is LOST, not sent elsewhere");
+	semc_free(c);
+}
+
+static void
+scenario_badlist(const char *hosts)
+{
+	struct semc	*c = handle_list(hosts, "0");
+	uint64_t	 t;
+
+	expect(c, semc_ping(c), SEMC_ERR_INVAL, "PING with a bad host list");
+	check(strstr(semc_errmsg(c), "host list") != NULL,
+	    "the message says what is wrong: %s", semc_errmsg(c));
+	expect(c, semc_try(c, "jobs", 1, 1000, &t), SEMC_ERR_INVAL,
+	    "and every call after it");
+	semc_free(c);
+}
+
+/* Wait for a line on stdin; 0 at end of file. */
+static int
+await_go(void)
+{
+	char	line[64];
+
+	return (fgets(line, sizeof(line), stdin) != NULL);
+}
+
+static void
+scenario_failover(const char *hosts)
+{
+	struct semc		*c = handle_list(hosts, "0");
+	struct semc_permit	 p;
+	struct reported		 r = { 0, 0 };
+	uint64_t		 t, t2;
+
+	semc_set_lost_cb(c, lost_cb, &r);
+	if (!expect(c, semc_acquire(c, "jobs", 1, 5000, SEMC_BOUND, &t),
+	    SEMC_OK, "ACQUIRE jobs, bound, on the owner"))
+		return;
+	printf("token %llu\n", (unsigned long long)t);
+	fflush(stdout);
+	if (!await_go())
+		return;
+	expect(c, semc_ping(c), SEMC_OK, "the first call after the owner's "
+	    "death finds the new owner");
+	check(r.calls == 0 && !semc_next_lost(c, &p),
+	    "no permit reported lost (%d calls)", r.calls);
+	check(semc_bound_count(c) == 1, "the bound permit is still ours");
+	printf("attached\n");
+	fflush(stdout);
+	if (!await_go())
+		return;
+	if (expect(c, semc_try(c, "jobs", 1, 60000, &t2), SEMC_OK,
+	    "TRY jobs LEASE 60000 on the new owner"))
+		printf("lease %llu\n", (unsigned long long)t2);
+	expect(c, semc_release(c, "jobs", t), SEMC_OK,
+	    "RELEASE of the re-attached permit");
+	semc_free(c);
+}
+
+static void
+scenario_keeperfail(const char *hosts)
+{
+	struct semc		*c = handle_list(hosts, "0");
+	struct semc_opts	 opts;
+	struct semc_keeper	*k;
+	struct semc_check	 chk;
+	struct lost_seen	 seen;
+	uint64_t		 t;
+
+	memset(&seen, 0, sizeof(seen));
+	pthread_mutex_init(&seen.lock, NULL);
+	memset(&opts, 0, sizeof(opts));
+	opts.hosts = hosts;
+	opts.io_timeout_ms = 1000;
+	if ((k = semc_keeper_new(&opts, keeper_lost, &seen)) == NULL) {
+		check(0, "semc_keeper_new");
+		return;
+	}
+	if (expect(c, semc_acquire(c, "jobs", 1, 1000, 6000, &t), SEMC_OK,
+	    "ACQUIRE jobs LEASE 6000") &&
+	    expect(c, semc_keeper_add(k, "jobs", t, 6000), SEMC_OK,
+	    "the keeper watches it")) {
+		printf("lease %llu\n", (unsigned long long)t);
+		fflush(stdout);
+		if (await_go()) {
+			sleep(8);	/* the lease's length and more */
+			check(!semc_keeper_lost(k, "jobs", t), "after the "
+			    "failover and 8 s the keeper still keeps it");
+			expect(c, semc_check(c, "jobs", t, &chk), SEMC_OK,
+			    "CHECK on the new owner: the lease is held");
+			pthread_mutex_lock(&seen.lock);
+			check(seen.calls == 0, "the keeper reported no loss "
+			    "(%d calls)", seen.calls);
+			pthread_mutex_unlock(&seen.lock);
+		}
+	}
+	semc_keeper_free(k);
+	pthread_mutex_destroy(&seen.lock);
+	semc_free(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -525,6 +704,18 @@ main(int argc, char **argv)
 		scenario_reattach(argv[2], argv[3]);
 	else if (argc >= 3 && strcmp(argv[1], "unix") == 0)
 		scenario_unix(argv[2]);
+	else if (argc >= 4 && strcmp(argv[1], "follow") == 0)
+		scenario_follow(argv[2], argv[3]);
+	else if (argc >= 4 && strcmp(argv[1], "giveup") == 0)
+		scenario_giveup(argv[2], argv[3]);
+	else if (argc >= 3 && strcmp(argv[1], "lostreply") == 0)
+		scenario_lostreply(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "badlist") == 0)
+		scenario_badlist(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "failover") == 0)
+		scenario_failover(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "keeperfail") == 0)
+		scenario_keeperfail(argv[2]);
 	else {
 		fprintf(stderr, "usage: semc_api SCENARIO ARGS...\n");
 		return (2);

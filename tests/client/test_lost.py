@@ -4,10 +4,8 @@ against a scripted fake semd. An ACQUIRE whose reply is lost must be
 "permit possibly lost", never "not granted"; each ERR code has its own
 outcome; garbage is a bad reply; unknown fields are ignored."""
 import os
-import socket
 import sys
 import tempfile
-import threading
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -17,26 +15,8 @@ CODES = ("PROTO TOOLONG AUTH NOSEM EXISTS RANGE NOTHELD NOTOWNER NOTLEASE "
          "BUSY LIMIT UNAVAILABLE FUTURE").split()
 
 
-class Fake:
-    """A TCP server on 127.0.0.1 answering from a script of rules."""
-
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.requests = []
-        self.stopping = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while not self.stopping:
-            try:
-                s, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(s,),
-                             daemon=True).start()
+class Scripted(Fake):
+    """The fake semd of these tests, answering from a script of rules."""
 
     def answer(self, words):
         """The reply to a request: a line, "" to close, None for silence."""
@@ -59,34 +39,9 @@ class Fake:
                     "holders=1 waiters=0 color=blue future")
         return "ERR PROTO the fake does not know %s" % verb
 
-    def _serve(self, s):
-        buf = b""
-        with s:
-            while True:
-                try:
-                    data = s.recv(4096)
-                except OSError:
-                    return
-                if not data:
-                    return
-                buf += data
-                while b"\n" in buf:
-                    ln, buf = buf.split(b"\n", 1)
-                    words = ln.decode().split()
-                    self.requests.append(" ".join(words))
-                    reply = self.answer(words)
-                    if reply == "":
-                        return
-                    if reply is not None:
-                        s.sendall(reply.encode() + b"\r\n")
-
-    def close(self):
-        self.stopping = True
-        self.sock.close()
-
 
 def test_library():
-    f = Fake()
+    f = Scripted()
     try:
         api("fake", f.port)
         acquires = [r for r in f.requests if r.split()[0] in
@@ -101,7 +56,7 @@ def test_library():
 
 
 def test_cli():
-    f = Fake()
+    f = Scripted()
     try:
         rc, out, err = cli(f.port, "acquire", "closes", "--lease", "1m")
         eq(rc, 3, "semd-cli acquire with a lost reply exits 3, not 1")

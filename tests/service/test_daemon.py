@@ -135,7 +135,7 @@ def test_journal_stream():
         eq(p.wait(timeout=10), 0, "it exits 0 on SIGTERM")
         errf.close()
     lines = [ln for ln in read(errpath).splitlines() if ln]
-    ok(lines and all(re.fullmatch(r"<[0-7]>(debug|info|warn|error): .*",
+    ok(lines and all(re.fullmatch(r"<[0-7]>(debug|info|notice|warn|error): .*",
                                   ln) for ln in lines),
        "stderr is the journal: '<N>level: text' lines, no timestamp or pid",
        lines[:3])

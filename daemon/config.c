@@ -827,8 +827,9 @@ config_reload(struct config *cur, struct config *next,
     void (*note)(void *arg, const char *name, int applied), void *arg)
 {
 	const struct config_directive	*d;
+	struct config_sem		*sems;
 	char				 a[2048], b[2048];
-	size_t				 i;
+	size_t				 i, nsems;
 
 	for (i = 0; i < NDIRECTIVES; i++) {
 		d = &directives[i];
@@ -842,6 +843,12 @@ config_reload(struct config *cur, struct config *next,
 			config_swap_value(cur, next, d);
 		note(arg, d->name, d->reload);
 	}
+	sems = cur->sems;
+	nsems = cur->nsems;
+	cur->sems = next->sems;
+	cur->nsems = next->nsems;
+	next->sems = sems;
+	next->nsems = nsems;
 }
 
 void

@@ -93,7 +93,8 @@ void	config_dump(const struct config *cfg, FILE *fp);
  * SIGHUP: move every reloadable directive whose value differs from next
  * into cur, and call note(arg, name, applied) for each directive that
  * differs (applied 0: it needs a restart, cur keeps its value). The
- * semaphore lists are left to the caller; next keeps what cur gave up.
+ * semaphore lists are swapped: cur gets the new one. next keeps what cur
+ * gave up, for the caller to compare and then config_free.
  */
 void	config_reload(struct config *cur, struct config *next,
 	    void (*note)(void *arg, const char *name, int applied), void *arg);

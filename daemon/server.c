@@ -525,17 +525,8 @@ server_reload(struct server *srv, struct config *next)
 	const char	*logfile = log_file();
 	int		 changed = 0, facility;
 
+	/* Then cfg has the new semaphores, next the old ones. */
 	config_reload(cfg, next, server_reload_note, &changed);
-	/* cfg has the new semaphores, next the old ones. */
-	{
-		struct config_sem	*sems = cfg->sems;
-		size_t			 nsems = cfg->nsems;
-
-		cfg->sems = next->sems;
-		cfg->nsems = next->nsems;
-		next->sems = sems;
-		next->nsems = nsems;
-	}
 	log_set_level((enum log_level)cfg->loglevel);
 	if ((cfg->logfile == NULL) != (logfile == NULL) ||
 	    (logfile != NULL && strcmp(cfg->logfile, logfile) != 0)) {

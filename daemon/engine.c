@@ -324,6 +324,12 @@ engine_new(const struct engine_clock *clock, engine_event_fn on_event,
 }
 
 void
+engine_set_max_sems(struct engine *e, uint32_t max_sems)
+{
+	e->max_sems = max_sems;
+}
+
+void
 engine_free(struct engine *e)
 {
 	engine_clear(e);

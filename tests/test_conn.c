@@ -213,7 +213,8 @@ server_up(const char *first, ...)
 {
 	static const struct persist_hooks hooks = { loaded, noop, noop, noop };
 	char		*argv[32], err[256];
-	int		 argc = 0, check_only, exit_now;
+	int		 argc = 0;
+	enum config_action action;
 	const char	*w;
 	va_list		 ap;
 	struct engine_clock clock;
@@ -224,8 +225,8 @@ server_up(const char *first, ...)
 		argv[argc++] = (char *)w;
 	va_end(ap);
 	argv[argc] = NULL;
-	ck_assert_int_eq(config_load(&cfg, argc, argv, &check_only,
-	    &exit_now, err, sizeof(err)), 0);
+	ck_assert_int_eq(config_load(&cfg, argc, argv, &action, err,
+	    sizeof(err)), 0);
 	base = event_base_new();
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = &cfg;

@@ -33,6 +33,7 @@
 
 enum config_type {
 	CONF_INT,	/* plain integer */
+	CONF_OCTAL,	/* file mode: octal digits, as chmod(1) */
 	CONF_SIZE,	/* bytes: 1k = 1000, 1kb = 1024, likewise m/mb, g/gb */
 	CONF_DURATION,	/* milliseconds: ms, s, m or h suffix, decimals; bare
 			   = ms (proto_parse_duration_ms) */
@@ -64,7 +65,7 @@ static const struct config_directive directives[] = {
 	{ "bind",		CONF_BIND, 0, 0, "127.0.0.1", OFF(bind), 0 },
 	{ "port",		CONF_INT, 0, 65535, "7313", OFF(port), 0 },
 	{ "unixsocket",		CONF_STRING, 0, 0, NULL, OFF(unixsocket), 0 },
-	{ "unixsocketperm",	CONF_INT, 0, 0777, "0700", OFF(unixsocketperm),
+	{ "unixsocketperm",	CONF_OCTAL, 0, 0777, "0700", OFF(unixsocketperm),
 	    0 },
 	{ "requirepass",	CONF_STRING, 0, 0, NULL, OFF(requirepass), 1 },
 	{ "protected-mode",	CONF_BOOL, 0, 1, "yes", OFF(protected_mode), 1 },
@@ -329,13 +330,13 @@ config_apply(struct config *cfg, const struct config_directive *d,
 		}
 		break;
 	case CONF_INT:
-		if (d->offset == offsetof(struct config, unixsocketperm))
-			rc = (v = strtol(argv[0], NULL, 8),
-			    strspn(argv[0], "01234567") != strlen(argv[0]) ||
-			    argv[0][0] == '\0') ? -1 : 0;
-		else
-			rc = proto_parse_u64(argv[0], strlen(argv[0]),
-			    INT64_MAX, (uint64_t *)&v);
+		rc = proto_parse_u64(argv[0], strlen(argv[0]), INT64_MAX,
+		    (uint64_t *)&v);
+		break;
+	case CONF_OCTAL:
+		rc = argv[0][0] == '\0' || strlen(argv[0]) > 6 ||
+		    strspn(argv[0], "01234567") != strlen(argv[0]) ? -1 : 0;
+		v = rc == 0 ? strtol(argv[0], NULL, 8) : 0;
 		break;
 	case CONF_SIZE:
 		rc = config_parse_number(argv[0], proto_size_units, &v);
@@ -345,6 +346,12 @@ config_apply(struct config *cfg, const struct config_directive *d,
 		break;
 	default:
 		abort();
+	}
+	if (d->type == CONF_OCTAL && (rc != 0 || v < d->min || v > d->max)) {
+		snprintf(err, errlen, "%s: invalid value '%.32s' (expected an "
+		    "octal mode %04llo..%04llo)", d->name, argv[0],
+		    (unsigned long long)d->min, (unsigned long long)d->max);
+		return (-1);
 	}
 	if (d->type == CONF_INT || d->type == CONF_SIZE ||
 	    d->type == CONF_DURATION) {
@@ -761,11 +768,11 @@ config_format_value(const struct config *cfg, const struct config_directive *d,
 	case CONF_DURATION:
 		config_format_ms(buf, len, *ip);
 		break;
+	case CONF_OCTAL:
+		snprintf(buf, len, "0%03llo", (unsigned long long)*ip);
+		break;
 	case CONF_INT:
-		if (d->offset == offsetof(struct config, unixsocketperm))
-			snprintf(buf, len, "0%03llo", (unsigned long long)*ip);
-		else
-			snprintf(buf, len, "%lld", (long long)*ip);
+		snprintf(buf, len, "%lld", (long long)*ip);
 		break;
 	case CONF_SIZE:
 		snprintf(buf, len, "%lld", (long long)*ip);

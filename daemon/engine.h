@@ -128,7 +128,7 @@ struct engine_event {
 	struct sem			*sem;
 	struct grant			*grant;
 	void				*cookie;
-	enum engine_release_reason	 reason;
+	enum engine_release_reason	 reason;	/* RELEASED only */
 };
 
 /*

@@ -236,10 +236,16 @@ def test_names():
         name = holders(c)[0]["name"]
         match(name, r"semd-cli@[^:]+:%d" % p.pid,
               "the default name is semd-cli@<hostname>:<pid>")
-        clients = c.listing("CLIENTS")
-        ok(any(x["name"] == name and x["cmd"] == "watch" and
-               x["waiting"] == "1" for x in clients),
-           "its watcher WATCHes the permit, under the same name", clients)
+        clients = []
+
+        def watched():
+            clients[:] = c.listing("CLIENTS")
+            return any(x["name"] == name and x["cmd"] == "watch" and
+                       x["waiting"] == "1" for x in clients)
+        # The watcher is a process of its own: it may connect after CMD
+        # has started.
+        ok(wait_until(watched, 10), "its watcher WATCHes the permit, under "
+           "the same name", clients)
         p.terminate()
         eq(finish(p, "semd-cli run")[0], 143, "SIGTERM ends it: 143")
         p = spawn(d.port, "run", "one", "--", "sh", "-c",

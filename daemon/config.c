@@ -399,20 +399,23 @@ config_apply_words(struct config *cfg, char **words, size_t nwords,
 static int
 config_split(char *line, char **words, size_t max)
 {
-	size_t	n = 0;
-	char	*p = line;
+	struct proto_word	w;
+	size_t			n = 0, i, pos = 0, len = strcspn(line, "\r\n");
+	size_t			lens[CONFIG_WORDS_MAX];
 
-	for (;;) {
-		p += strspn(p, " \t\r\n");
-		if (*p == '\0' || *p == '#')
-			return ((int)n);
-		if (n == max)
+	/* The protocol's tokenizer: words are separated by blanks. */
+	while (proto_next_word(line, len, &pos, &w)) {
+		if (w.p[0] == '#')
+			break;		/* a comment, to the end of the line */
+		if (n == max || n == CONFIG_WORDS_MAX)
 			return (-1);
-		words[n++] = p;
-		p += strcspn(p, " \t\r\n");
-		if (*p != '\0')
-			*p++ = '\0';
+		words[n] = (char *)w.p;
+		lens[n++] = w.len;
 	}
+	/* Each word ends at a blank or at the line's end: terminate it. */
+	for (i = 0; i < n; i++)
+		words[i][lens[i]] = '\0';
+	return ((int)n);
 }
 
 static int

@@ -109,6 +109,8 @@ static const struct config_directive directives[] = {
 	    OFF(reclaim_grace_ms), 0 },
 	{ "persistence-backlog", CONF_INT, 1, 100000000, "100000",
 	    OFF(persistence_backlog), 0 },
+	{ "persistence-pipeline", CONF_INT, 1, CONFIG_PIPELINE_MAX, "8",
+	    OFF(persistence_pipeline), 0 },
 	{ "owner-lease",	CONF_DURATION, 500, 60000, "3s",
 	    OFF(owner_lease_ms), 0 },
 	{ "standby",		CONF_BOOL, 0, 1, "no", OFF(standby), 0 },
@@ -132,7 +134,8 @@ static const char usage_text[] =
 "            loglevel logfile syslog syslog-ident syslog-facility\n"
 "            pidfile daemonize semaphore persistence redis\n"
 "            redis-password redis-db redis-prefix redis-timeout\n"
-"            reclaim-grace persistence-backlog owner-lease standby\n"
+"            reclaim-grace persistence-backlog persistence-pipeline\n"
+"            owner-lease standby\n"
 "            advertise\n"
 "See semd.conf(5) for each directive, its default and its range.\n";
 

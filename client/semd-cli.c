@@ -97,11 +97,9 @@ main(int argc, char **argv)
 		rc = cli_dispatch(&cli, argc - i, argv + i);
 	else if (isatty(STDIN_FILENO))
 		rc = cli_prompt(&cli);
-	else {
-		cli_usage_error("no command given (and stdin is not a "
-		    "terminal, for the prompt)");
-		rc = CLI_EXIT_USAGE;
-	}
+	else
+		rc = cli_pipe(&cli, stdin);
+	cli_prompt_free(&cli);
 	semc_free(cli.c);
 	return (rc);
 }

@@ -116,8 +116,7 @@ def test_commands_json():
 
 def test_usage():
     p = free_port()
-    for args, why in [((), "no command (stdin not a terminal)"),
-                      (("frobnicate",), "an unknown command"),
+    for args, why in [(("frobnicate",), "an unknown command"),
                       (("info",), "a missing argument"),
                       (("info", "a", "b"), "an extra argument"),
                       (("acquire", "jobs"), "acquire without --lease"),
@@ -139,6 +138,9 @@ def test_usage():
         rc, out, err = cli(None, *args, env={"SEMD_PORT": str(p)})
         ok(rc == 2 and err.startswith("semd-cli: "),
            "exit 2 for %s" % why, (rc, out, err))
+    rc, out, err = cli(None, env={"SEMD_PORT": str(p)})
+    eq((rc, out, err), (0, "", ""), "no command and stdin /dev/null: "
+       "commands from it, none (a pipe of none), exit 0")
     rc, out, _ = cli(None, "--help")
     ok(rc == 0 and "usage: semd-cli" in out and "exit status" in out,
        "--help: usage and exit statuses", out)

@@ -340,6 +340,69 @@ cli_stats(struct cli *cli, const struct cli_args *a)
 }
 
 static int
+cli_clients(struct cli *cli, const struct cli_args *a)
+{
+	struct semc_client	*cl;
+	enum semc_err		 err;
+	size_t			 n;
+
+	(void)a;
+	if ((err = semc_clients(cli->c, &cl, &n)) != SEMC_OK)
+		return (cli_fail(cli, err));
+	cli_out_clients(cli, cl, n);
+	free(cl);
+	return (CLI_EXIT_OK);
+}
+
+static int
+cli_kill(struct cli *cli, const struct cli_args *a)
+{
+	uint64_t	id;
+
+	if (cli_parse_token(a->pos[0], &id) != 0 || id == 0) {
+		cli_usage_error("kill: invalid connection id '%s' (the id of "
+		    "clients, or owner= of holders)", a->pos[0]);
+		return (CLI_EXIT_USAGE);
+	}
+	return (cli_done(cli, semc_kill(cli->c, id), "OK"));
+}
+
+/*
+ * WATCH: print how the grant ended. Still held when the timeout ran out
+ * is exit 1, as a wait that was not granted. At the prompt it waits on a
+ * connection of its own, which Ctrl-C cuts.
+ */
+int
+cli_watch_done(struct cli *cli, struct semc *c, enum semc_err err,
+    enum semc_watch_reason reason)
+{
+	if (err == SEMC_TIMEOUT) {
+		cli_out_error(cli, err, "still held when the timeout ran out");
+		return (CLI_EXIT_TIMEOUT);
+	}
+	if (err != SEMC_OK)
+		return (cli_fail_on(cli, c, err));
+	cli_out_reason(cli, reason);
+	return (CLI_EXIT_OK);
+}
+
+static int
+cli_watch(struct cli *cli, const struct cli_args *a)
+{
+	enum semc_watch_reason	reason;
+	enum semc_err		err;
+	uint64_t		token;
+
+	if (cli_token_arg(a->pos[1], &token) != 0)
+		return (CLI_EXIT_USAGE);
+	if (cli->prompt)
+		return (cli_prompt_watch(cli, a->pos[0], token,
+		    a->timeout_ms));
+	err = semc_watch(cli->c, a->pos[0], token, a->timeout_ms, &reason);
+	return (cli_watch_done(cli, cli->c, err, reason));
+}
+
+static int
 cli_quit(struct cli *cli, const struct cli_args *a)
 {
 	(void)a;
@@ -425,6 +488,22 @@ static const struct cli_cmd cli_cmds[] = {
 	    cli_list },
 	{ "stats", 0, 0, "stats", "semd's counters",
 	    "Prints key=value lines (numbers stay numbers with --json).\n", cli_stats },
+	{ "clients", 0, 0, "clients", "semd's connections",
+	    "One line each: id, address, name (--name), age, idle time, bound\n"
+	    "permits, whether it waits, its last command. The id is owner= of\n"
+	    "holders and what kill takes.\n", cli_clients },
+	{ "kill", 1, 0, "kill ID", "close a connection (operators)",
+	    "Closes connection ID (see clients) as if its client had gone: its\n"
+	    "bound permits are released, its waiter dropped. Exit 3 (ERR\n"
+	    "NOCONN) when no connection has that id.\n", cli_kill },
+	{ "watch", 2, CLI_OPT_TIMEOUT | CLI_OPT_WORDS,
+	    "watch SEM TOKEN [--timeout D]", "wait until a grant ends",
+	    "Prints how it ended: released, expired, revoked, closed (its\n"
+	    "connection closed) or unclaimed (not attached after a restart).\n"
+	    "Exit 1 if it is still held when the timeout runs out, 3 (ERR\n"
+	    "NOTHELD) at once if it is not held. At the prompt Ctrl-C cancels.\n"
+	    CLI_D_OPT CLI_D_WORDS "  watch SEM TOKEN [TIMEOUT ms]\n",
+	    cli_watch },
 	{ "quit", 0, 0, "quit", "send QUIT (prompt: leave)", NULL,
 	    cli_quit },
 	{ "run", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_CMD,
@@ -488,8 +567,8 @@ cli_help_prompt(void)
 		printf("  %-45s %s\n", cli_cmds[i].usage, cli_cmds[i].summary);
 	}
 	printf("  %-45s %s\n", "quit, exit", "leave (also Ctrl-D)");
-	printf("keys: Ctrl-C cancels a waiting acquire, or the line being "
-	    "typed;\n"
+	printf("keys: Ctrl-C cancels a waiting acquire or watch, or the line "
+	    "being typed;\n"
 	    "  Ctrl-D on an empty line leaves; permits acquired here without a "
 	    "lease\n"
 	    "  are held until released or the prompt ends\n");

@@ -241,6 +241,68 @@ cli_prompt_side(struct cli *cli)
 }
 
 /*
+ * A connection of its own for a wait, connected; NULL after reporting
+ * why not (*rc is then the exit status).
+ */
+static struct semc *
+cli_prompt_side_connect(struct cli *cli, int *rc)
+{
+	enum semc_err	 err;
+	struct semc	*side;
+
+	if ((side = cli_prompt_side(cli)) == NULL) {
+		fprintf(stderr, "semd-cli: out of memory\n");
+		*rc = CLI_EXIT_SERVER;
+		return (NULL);
+	}
+	if ((err = semc_connect(side)) != SEMC_OK) {
+		*rc = cli_fail_on(cli, side, err);
+		semc_free(side);
+		return (NULL);
+	}
+	return (side);
+}
+
+/* From now on until cli_prompt_wait_end(), Ctrl-C cuts side. */
+static void
+cli_prompt_wait_begin(struct semc *side)
+{
+	struct itimerval	tick;
+
+	cli_prompt_drain();
+	memset(&tick, 0, sizeof(tick));
+	tick.it_interval.tv_usec = CLI_CUT_INTERVAL_MS * 1000;
+	tick.it_value = tick.it_interval;
+	cli_prompt_waiting = side;
+	setitimer(ITIMER_REAL, &tick, NULL);
+}
+
+/* The wait is over; returns 1 if Ctrl-C cancelled it. */
+static int
+cli_prompt_wait_end(void)
+{
+	struct itimerval	tick;
+	int			cancelled;
+
+	memset(&tick, 0, sizeof(tick));
+	setitimer(ITIMER_REAL, &tick, NULL);
+	cli_prompt_waiting = NULL;
+	cancelled = cli_prompt_intr;
+	cli_prompt_drain();
+	return (cancelled);
+}
+
+static int
+cli_prompt_cancelled(struct cli *cli, const char *what)
+{
+	fprintf(stderr, "semd-cli: %s cancelled\n", what);
+	if (cli->json)
+		printf("{\"error\":\"CANCELLED\",\"message\":\"%s "
+		    "cancelled\"}\n", what);
+	return (CLI_EXIT_TIMEOUT);
+}
+
+/*
  * acquire at the prompt: TRY on the main connection (granted at once if
  * there is room and nobody waits), else wait on a connection of its own
  * that Ctrl-C cuts. Prints the token or why not; returns the exit status.
@@ -248,12 +310,11 @@ cli_prompt_side(struct cli *cli)
 int
 cli_prompt_acquire(struct cli *cli, const struct cli_args *a)
 {
-	struct itimerval	 tick;
 	struct cli_held		*h;
 	struct semc		*side;
 	enum semc_err		 err;
 	uint64_t		 token;
-	int			 cancelled, lease = a->lease_ms != SEMC_BOUND;
+	int			 rc, cancelled, lease = a->lease_ms != SEMC_BOUND;
 
 	err = semc_try(cli->c, a->pos[0], a->n, a->lease_ms, &token);
 	if (err == SEMC_OK) {
@@ -262,28 +323,12 @@ cli_prompt_acquire(struct cli *cli, const struct cli_args *a)
 	}
 	if (err != SEMC_TIMEOUT)
 		return (cli_fail(cli, err));
-	if ((side = cli_prompt_side(cli)) == NULL) {
-		fprintf(stderr, "semd-cli: out of memory\n");
-		return (CLI_EXIT_SERVER);
-	}
-	if ((err = semc_connect(side)) != SEMC_OK) {
-		err = cli_fail_on(cli, side, err);
-		semc_free(side);
-		return (err);
-	}
-	cli_prompt_drain();
-	memset(&tick, 0, sizeof(tick));
-	tick.it_interval.tv_usec = CLI_CUT_INTERVAL_MS * 1000;
-	tick.it_value = tick.it_interval;
-	cli_prompt_waiting = side;
-	setitimer(ITIMER_REAL, &tick, NULL);
+	if ((side = cli_prompt_side_connect(cli, &rc)) == NULL)
+		return (rc);
+	cli_prompt_wait_begin(side);
 	err = semc_acquire(side, a->pos[0], a->n, a->timeout_ms, a->lease_ms,
 	    &token);
-	memset(&tick, 0, sizeof(tick));
-	setitimer(ITIMER_REAL, &tick, NULL);
-	cli_prompt_waiting = NULL;
-	cancelled = cli_prompt_intr;
-	cli_prompt_drain();
+	cancelled = cli_prompt_wait_end();
 
 	if (err == SEMC_OK && (lease || !cancelled)) {
 		/* Granted (a lease granted as Ctrl-C came stands). */
@@ -303,20 +348,38 @@ cli_prompt_acquire(struct cli *cli, const struct cli_args *a)
 		return (CLI_EXIT_OK);
 	}
 	if (!cancelled) {
-		err = cli_fail_on(cli, side, err);
+		rc = cli_fail_on(cli, side, err);
 		semc_free(side);
-		return (err);
+		return (rc);
 	}
 	semc_free(side);
 	if (lease && err == SEMC_ERR_LOST)
-		fprintf(stderr, "semd-cli: acquire cancelled; if semd granted "
-		    "the lease just before, it runs out by itself\n");
-	else
-		fprintf(stderr, "semd-cli: acquire cancelled\n");
-	if (cli->json)
-		printf("{\"error\":\"CANCELLED\",\"message\":\"acquire "
-		    "cancelled\"}\n");
-	return (CLI_EXIT_TIMEOUT);
+		fprintf(stderr, "semd-cli: if semd granted the lease just "
+		    "before the cancel, it runs out by itself\n");
+	return (cli_prompt_cancelled(cli, "acquire"));
+}
+
+/* watch at the prompt: on a connection of its own, that Ctrl-C cuts. */
+int
+cli_prompt_watch(struct cli *cli, const char *sem, uint64_t token,
+    int64_t timeout_ms)
+{
+	enum semc_watch_reason	 reason = SEMC_WATCH_OTHER;
+	struct semc		*side;
+	enum semc_err		 err;
+	int			 rc;
+
+	if ((side = cli_prompt_side_connect(cli, &rc)) == NULL)
+		return (rc);
+	cli_prompt_wait_begin(side);
+	err = semc_watch(side, sem, token, timeout_ms, &reason);
+	if (cli_prompt_wait_end() && err != SEMC_OK) {
+		semc_free(side);
+		return (cli_prompt_cancelled(cli, "watch"));
+	}
+	rc = cli_watch_done(cli, side, err, reason);
+	semc_free(side);
+	return (rc);
 }
 
 static struct cli_held **

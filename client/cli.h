@@ -73,6 +73,8 @@ int	 cli_dispatch(struct cli *cli, int argc, char **argv);
 int	 cli_fail(struct cli *cli, enum semc_err err);
 int	 cli_fail_on(struct cli *cli, struct semc *c, enum semc_err err);
 int	 cli_exit_worse(int a, int b);
+int	 cli_watch_done(struct cli *cli, struct semc *c, enum semc_err err,
+	    enum semc_watch_reason reason);
 void	 cli_help(void);
 int	 cli_help_cmd_text(const char *name);
 void	 cli_help_prompt(void);
@@ -87,6 +89,9 @@ void	 cli_out_holders(struct cli *cli, const struct semc_holder *h,
 	    size_t n);
 void	 cli_out_waiters(struct cli *cli, const struct semc_waiter *w,
 	    size_t n);
+void	 cli_out_clients(struct cli *cli, const struct semc_client *cl,
+	    size_t n);
+void	 cli_out_reason(struct cli *cli, enum semc_watch_reason reason);
 void	 cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n);
 void	 cli_out_error(struct cli *cli, enum semc_err err, const char *msg);
 
@@ -97,6 +102,8 @@ int	 cli_run(struct cli *cli, const struct cli_args *a);
 int	 cli_prompt(struct cli *cli);
 int	 cli_pipe(struct cli *cli, FILE *in);
 int	 cli_prompt_acquire(struct cli *cli, const struct cli_args *a);
+int	 cli_prompt_watch(struct cli *cli, const char *sem, uint64_t token,
+	    int64_t timeout_ms);
 struct semc *cli_prompt_conn(struct cli *cli, const char *sem,
 	    uint64_t token);
 void	 cli_prompt_forget(struct cli *cli, const char *sem, uint64_t token);

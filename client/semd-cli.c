@@ -117,6 +117,7 @@ main(int argc, char **argv)
 			break;
 		}
 	}
+	cli.opts.name = cli.name;
 	if (cli.opts.unix_path != NULL && *cli.opts.unix_path == '\0')
 		cli.opts.unix_path = NULL;
 	if (cli.opts.password != NULL && *cli.opts.password == '\0')

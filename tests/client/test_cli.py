@@ -45,11 +45,15 @@ def test_commands_text():
         rc, out, _ = cli(p, "holders", "db")
         rows = out.splitlines()
         ok(rc == 0 and rows[0].split() == ["TOKEN", "N", "KIND", "OWNER",
-                                           "TTL_MS"] and
-           rows[1].split()[:4] == [tok, "1", "lease", "-"],
-           "holders: a header and one row", out)
+                                           "TTL_MS", "NAME", "ADDR"] and
+           rows[1].split()[:4] == [tok, "1", "lease", "-"] and
+           rows[1].split()[5] == "-" and
+           rows[1].split()[6].startswith("127.0.0.1:"),
+           "holders: a header and one row, no name, the acquirer's "
+           "address", out)
         rc, out, _ = cli(p, "waiters", "db")
-        eq((rc, out.split()), (0, ["#", "N", "WAITED_MS", "OWNER"]),
+        eq((rc, out.split()), (0, ["#", "N", "WAITED_MS", "OWNER", "NAME",
+                                   "ADDR"]),
            "waiters: just the header")
         rc, out, _ = cli(p, "list")
         names = [ln.split()[0] for ln in out.splitlines()[1:]]

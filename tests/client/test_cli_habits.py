@@ -5,7 +5,9 @@ options (ACQUIRE jobs 2 TIMEOUT 100), help CMD and CMD --help, and
 commands read from a pipe (one a line, replies in order, the exit status
 of the worst)."""
 import os
+import json
 import re
+import subprocess
 import sys
 import time
 
@@ -197,5 +199,116 @@ def test_pipe():
     eq(rc, 4, "nobody listening: exit 4")
 
 
+def test_clients_kill_watch():
+    with start_semd("--semaphore", "jobs", "2") as d:
+        p = d.port
+        c = d.connect()
+        c.cmd("NAME watcher-test")
+        rc, out, err = cli(p, "--name", "ops@box1", "clients")
+        rows = [r.split() for r in out.splitlines()]
+        ok(rc == 0 and rows[0] == ["ID", "ADDR", "NAME", "AGE_MS",
+                                   "IDLE_MS", "GRANTS", "WAITING", "CMD"],
+           "clients: a header", out)
+        me = [r for r in rows[1:] if r[2] == "ops@box1"]
+        ok(len(me) == 1 and me[0][1].startswith("127.0.0.1:") and
+           me[0][7] == "clients", "--name is sent with NAME on connect: "
+           "the row of semd-cli itself", out)
+        other = [r for r in rows[1:] if r[2] == "watcher-test"]
+        ok(len(other) == 1 and other[0][6] == "no",
+           "another connection, by its NAME", out)
+        rc, out, err = cli(p, "clients", env={"SEMD_NAME": "env@box2"})
+        ok(rc == 0 and " env@box2 " in out, "SEMD_NAME", out)
+        rc, out, err = cli(p, "clients")
+        ok(rc == 0 and " ops@box1 " not in out and
+           [r.split()[2] for r in out.splitlines()[1:]
+            if r.split()[7] == "clients"] == ["-"],
+           "without --name, no NAME", out)
+        rc, out, err = cli(p, "--name", "bad name", "ping")
+        ok(rc == 2 and "invalid name" in err, "a bad --name: exit 2", err)
+        rc, out, err = cli(p, "--json", "--name", "j@x", "clients")
+        j = json.loads(out)
+        mine = [x for x in j if x["name"] == "j@x"]
+        ok(rc == 0 and len(mine) == 1 and mine[0]["waiting"] is False and
+           mine[0]["cmd"] == "clients" and
+           mine[0]["addr"].startswith("127.0.0.1:") and
+           isinstance(mine[0]["id"], int),
+           "--json clients: an array of objects", out)
+
+        rc, tok, err = cli(p, "--name", "holder@h1", "acquire", "jobs",
+                           "--lease", "60")
+        tok = tok.strip()
+        rc, out, err = cli(p, "holders", "jobs")
+        row = out.splitlines()[1].split()
+        ok(row[0] == tok and row[5] == "holder@h1" and
+           row[6].startswith("127.0.0.1:"),
+           "holders shows the acquirer's name and address", out)
+
+        w = subprocess.Popen(cli_argv(p, "watch", "jobs", tok),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=client_env())
+        ok(wait_until(lambda: any(
+            r.get("cmd") == "watch" and r.get("waiting") == "1"
+            for r in c.listing("CLIENTS")), 10), "watch waits")
+        eq(cli(p, "revoke", "jobs", tok)[:2], (0, "OK\n"), "revoke")
+        out, err = w.communicate(timeout=10)
+        eq((w.returncode, out.decode()), (0, "revoked\n"),
+           "watch prints revoked, exit 0")
+        rc, out, err = cli(p, "watch", "jobs", tok)
+        ok(rc == 3 and "NOTHELD" in err, "watch of a token not held: "
+           "exit 3 at once", (rc, err))
+        rc, tok, err = cli(p, "try", "jobs", "--lease", "60")
+        tok = tok.strip()
+        rc, out, err, took = timed(p, "watch", "jobs", tok, "--timeout",
+                                   "0.5")
+        ok(rc == 1 and out == "" and "still held" in err and took >= 0.45,
+           "watch --timeout 0.5: still held, exit 1 after half a second "
+           "(%.3f s)" % took, (rc, out, err))
+        rc, out, err, took = timed(p, "WATCH", "jobs", tok, "TIMEOUT", "300")
+        ok(rc == 1 and 0.25 <= took < 20,
+           "WATCH jobs TOKEN TIMEOUT 300: in ms (%.3f s)" % took, err)
+        rc, out, err = cli(p, "--json", "watch", "jobs", tok, "--timeout",
+                           "100ms")
+        eq((rc, json.loads(out)["error"]), (1, "TIMEOUT"),
+           "--json watch that times out")
+        w = subprocess.Popen(cli_argv(p, "--json", "watch", "jobs", tok),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=client_env())
+        ok(wait_until(lambda: any(
+            r.get("cmd") == "watch" and r.get("waiting") == "1"
+            for r in c.listing("CLIENTS")), 10), "a second watch waits")
+        eq(cli(p, "release", "jobs", tok)[0], 0, "release")
+        out, err = w.communicate(timeout=10)
+        eq((w.returncode, json.loads(out.decode())), (0, {"reason":
+                                                          "released"}),
+           "--json watch: {\"reason\": \"released\"}")
+
+        k = d.connect()
+        k.cmd("NAME victim")
+        tok = k.cmd("ACQUIRE jobs").split()[1]
+        victim = [r["id"] for r in c.listing("CLIENTS")
+                  if r.get("name") == "victim"]
+        eq(len(victim), 1, "the victim's id from CLIENTS")
+        w = subprocess.Popen(cli_argv(p, "watch", "jobs", tok),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=client_env())
+        ok(wait_until(lambda: any(
+            r.get("cmd") == "watch" and r.get("waiting") == "1"
+            for r in c.listing("CLIENTS")), 10), "a watch of its permit")
+        eq(cli(p, "kill", victim[0])[:2], (0, "OK\n"), "kill ID")
+        out, err = w.communicate(timeout=10)
+        eq((w.returncode, out.decode()), (0, "closed\n"),
+           "the watch says closed")
+        ok(k.expect_closed(), "the victim's connection is "
+           "closed")
+        eq(c.info("jobs")["used"], "0", "its bound permit is released")
+        rc, out, err = cli(p, "kill", victim[0])
+        ok(rc == 3 and "NOCONN" in err, "kill of an id not open: exit 3",
+           (rc, err))
+        rc, out, err = cli(p, "kill", "abc")
+        eq(rc, 2, "kill abc: exit 2")
+        rc, out, err = cli(p, "--json", "kill", victim[0])
+        eq((rc, json.loads(out)["error"]), (3, "NOCONN"), "--json kill")
+
+
 run(test_durations, test_protocol_words, test_help, test_pipe,
-    time_limit=120)
+    test_clients_kill_watch, time_limit=120)

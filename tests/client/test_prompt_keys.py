@@ -7,6 +7,7 @@ written after every line (SEMD_CLI_HISTFILE, /dev/null for none)."""
 import fcntl
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -48,6 +49,26 @@ class Term:
                     break
         return want in self.text
 
+    def read_re(self, pattern, timeout=10):
+        """Wait for pattern in the output; its match, or None."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(pattern, self.text)
+            if m:
+                return m
+            r, _, _ = select.select([self.master], [], [], 0.1)
+            if r:
+                try:
+                    self.text += os.read(self.master, 4096).decode(
+                        "utf-8", "replace")
+                except OSError:
+                    break
+        return re.search(pattern, self.text)
+
+    def at_prompt(self, prompt, timeout=10):
+        """Wait until the output ends with the prompt: libedit reads."""
+        return self.read_re(re.escape(prompt) + r"$", timeout) is not None
+
     def send(self, line):
         self.text = ""
         os.write(self.master, line.encode() + b"\r")
@@ -76,11 +97,11 @@ def test_ctrl_c():
         t = Term(cli_argv(d.port), env)
         prompt = "semd 127.0.0.1:%d> " % d.port
         try:
-            ok(t.read_until(prompt), "the prompt shows", t.text)
+            ok(t.at_prompt(prompt), "the prompt shows", t.text)
             t.send("acquire jobs")
-            ok(t.read_until(prompt), "acquire at the prompt", t.text)
-            mine = t.text.split("\n")[1].strip()
-            ok(mine.isdigit(), "prints the token", t.text)
+            m = t.read_re(r"\n([0-9]+)\r?\n")
+            ok(m, "acquire at the prompt prints the token", t.text)
+            mine = m.group(1) if m else "?"
             c = d.connect()
             other = c.cmd("ACQUIRE jobs")
             ok(other.startswith("OK "), "another client takes the last "
@@ -91,7 +112,7 @@ def test_ctrl_c():
             ok(wait_until(lambda: len(c.listing("WAITERS jobs")) == 1, 10),
                "the prompt's acquire waits (WAITERS has it)")
             t.key("\x03")
-            ok(t.read_until("cancelled") and t.read_until(prompt),
+            ok(t.read_until("cancelled") and t.at_prompt(prompt),
                "Ctrl-C cancels it and the prompt comes back", t.text)
             ok(t.p.poll() is None, "semd-cli is still running")
             ok(wait_until(lambda: c.listing("WAITERS jobs") == [], 10),
@@ -99,44 +120,57 @@ def test_ctrl_c():
             eq(holders(c), sorted([mine, other]),
                "the permit acquired earlier at the prompt is still held")
             t.send("holders jobs")
-            ok(t.read_until(prompt) and mine in t.text,
+            ok(t.read_re(r"\n%s +1 conn" % mine),
                "holders at the prompt still works", t.text)
+            t.send("watch jobs %s" % other)
+            ok(wait_until(lambda: any(
+                r.get("cmd") == "watch" and r.get("waiting") == "1"
+                for r in c.listing("CLIENTS")), 10),
+               "watch at the prompt waits")
+            t.key("\x03")
+            ok(t.read_until("watch cancelled") and t.at_prompt(prompt),
+               "Ctrl-C cancels a watch too", t.text)
+            ok(wait_until(lambda: not any(
+                r.get("cmd") == "watch" for r in c.listing("CLIENTS")), 10),
+               "its connection is gone")
+            eq(holders(c), sorted([mine, other]), "nothing released")
 
             t.send("acquire jobs")
             ok(wait_until(lambda: len(c.listing("WAITERS jobs")) == 1, 10),
                "a second acquire waits")
             eq(c.cmd("RELEASE jobs %s" % other), "OK",
                "the other client releases")
-            ok(t.read_until(prompt), "the waiting acquire is granted",
+            m = t.read_re(r"\n([0-9]+)\r?\n")
+            ok(m, "the waiting acquire is granted and prints its token",
                t.text)
-            late = t.text.split("\n")[1].strip()
-            ok(late.isdigit(), "and prints its token", t.text)
+            late = m.group(1) if m else "?"
             eq(holders(c), sorted([mine, late]),
                "both permits of the prompt are held")
             t.send("release jobs %s" % late)
-            ok(t.read_until("OK") and t.read_until(prompt),
+            ok(t.read_until("OK") and t.at_prompt(prompt),
                "the permit granted after a wait is released at the prompt",
                t.text)
             eq(holders(c), [mine], "only the first permit is left")
 
             t.key("\x03")
-            ok(t.read_until(prompt), "Ctrl-C at an empty prompt: a new "
-               "prompt", t.text)
+            ok(t.read_until("^C") and t.at_prompt(prompt),
+               "Ctrl-C at an empty prompt: a new prompt", t.text)
             t.key("pin\x03")
-            ok(t.read_until(prompt), "Ctrl-C drops a half-typed line",
-               t.text)
+            ok(t.read_until("^C") and t.at_prompt(prompt),
+               "Ctrl-C drops a half-typed line", t.text)
             t.send("ping")
-            ok(t.read_until("PONG") and "pinping" not in t.text,
+            ok(t.read_until("PONG") and t.at_prompt(prompt) and
+               "pinping" not in t.text,
                "the prompt goes on, the dropped line forgotten", t.text)
             ok(t.p.poll() is None, "Ctrl-C never left the prompt")
             eq(holders(c), [mine], "the permit is still held")
 
             t.send("help")
-            ok(t.read_until(prompt) and "acquire SEM" in t.text and
+            ok(t.read_until("prompt ends") and "acquire SEM" in t.text and
                "Ctrl-C" in t.text and "quit" in t.text,
                "help lists the prompt's commands and keys", t.text)
             t.send("help try")
-            ok(t.read_until(prompt) and "usage: try SEM" in t.text,
+            ok(t.read_until("usage: try SEM") and t.at_prompt(prompt),
                "help try explains one", t.text)
 
             with open(hist) as f:

@@ -844,6 +844,8 @@ persist_claimed(void *ctx, const struct store_owner *own, const char *err)
 	}
 	p->claim_backoff_ms = 0;
 	log_repeat_end(&p->claim_failure, p->subject);
+	if (own->ours)
+		p->owned_seen_ms = 0;	/* the next owner is watched anew */
 	if (!own->ours) {
 		persist_not_owner(p, own);
 		return;

@@ -260,6 +260,12 @@ server_listen(struct server *srv)
 	else if (cfg->nbind > 0) {
 		server_format_addr(addr, sizeof(addr), cfg->bind[0], port);
 		persist_set_advertise(srv->persist, addr);
+		if (cfg->persistence != PERSIST_NONE &&
+		    (strcmp(cfg->bind[0], "0.0.0.0") == 0 ||
+		    strcmp(cfg->bind[0], "::") == 0))
+			log_warnx("advertising %s to clients that a standby "
+			    "sends here, which they cannot reach: set "
+			    "advertise HOST:PORT", addr);
 	}
 }
 

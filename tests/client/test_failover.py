@@ -16,7 +16,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clienttest import *  # noqa: E402,F403
-from redistest import start_redis, start_semd_redis, run  # noqa: E402
+from redistest import start_redis, start_semd_redis, run, redis_tokens  # noqa: E402,E501
 
 OWNER_LEASE = "1s"      # takeover within owner-lease + 1 s
 GRACE = "10s"           # reclaim-grace: the default
@@ -130,6 +130,11 @@ def test_cli():
         ok(wait_until(lambda: ca.info("jobs")["used"] == "1", 10),
            "run holds its permit on the owner")
         token = ca.listing("HOLDERS jobs")[0]["token"]
+        # The grant is answered once Redis has it (persistence sync): a
+        # kill before that would lose run's reply, as it should.
+        ok(wait_until(lambda: int(token) in redis_tokens(r, "jobs"), 10),
+           "run's grant is in Redis, so its reply has gone out")
+        time.sleep(0.2)
         a.kill9()
         started = time.monotonic()
         rc, out, err = cli(None, "-h", hosts, "try", "jobs", "--lease",

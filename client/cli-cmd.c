@@ -38,18 +38,23 @@ cli_exit_of(enum semc_err err)
 }
 
 /*
- * The worse of two exit statuses, for a pipe's commands: the higher of
- * 0 done, 1 not granted, 2 usage, 3 server error or unknown outcome,
- * 4 cannot connect; any other status (a command's own) ranks between
- * 1 and 2.
+ * The severity of an exit status, for a pipe's commands: 0 done, then 1
+ * not granted, any other status (a command's own), 2 usage, 3 server
+ * error or unknown outcome, 4 cannot connect.
  */
+static int
+cli_exit_rank(int status)
+{
+	if (status >= CLI_EXIT_OK && status <= CLI_EXIT_CONNECT)
+		return (status * 2);
+	return (CLI_EXIT_TIMEOUT * 2 + 1);
+}
+
+/* The worse of two exit statuses (the first when equally bad). */
 int
 cli_exit_worse(int a, int b)
 {
-	int	ra = a >= 0 && a <= 1 ? a * 2 : a >= 2 && a <= 4 ? a * 2 : 3;
-	int	rb = b >= 0 && b <= 1 ? b * 2 : b >= 2 && b <= 4 ? b * 2 : 3;
-
-	return (rb > ra ? b : a);
+	return (cli_exit_rank(b) > cli_exit_rank(a) ? b : a);
 }
 
 /* Report a call that failed on c; returns its exit status. */

@@ -123,7 +123,7 @@ cli_word_duration(const char *cmd, const char *name, const char *v,
 	return (-1);
 }
 
-/* 1 if w is the keyword kw (case-insensitive) and has a value after it. */
+/* 1 if argv[i] is the keyword kw (any case) and a value follows it. */
 static int
 cli_keyword(const char *kw, int argc, char **argv, int i)
 {

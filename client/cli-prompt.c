@@ -46,6 +46,9 @@ struct cli_held {
 /* Set by SIGINT; the pipe wakes the line reader. */
 static volatile sig_atomic_t	 cli_prompt_intr;
 static int			 cli_prompt_pipe[2] = { -1, -1 };
+/* No key read yet on this line (a Ctrl-D now leaves). */
+static int			 cli_prompt_fresh;
+#define CLI_CTRL_D		 0x04
 /* The connection that waits, cut by SIGINT; NULL when none waits. */
 static struct semc *volatile	 cli_prompt_waiting;
 
@@ -103,8 +106,13 @@ cli_prompt_signals(void)
 }
 
 /*
- * libedit reads its characters here: a byte of the terminal, or EOF when
- * Ctrl-C came first (cli_prompt_intr tells it from Ctrl-D).
+ * libedit reads its characters here: a byte of the terminal, or, once
+ * Ctrl-C came, a newline that ends the line the usual way (so libedit
+ * puts the terminal back as it found it); cli_prompt_intr tells the
+ * caller to drop that line. EOF when the terminal is gone, or for Ctrl-D
+ * as the first key of a line, also when typed ahead while the terminal
+ * was still in cooked mode: Linux then keeps it as a NUL byte, which
+ * libedit would take for a key, and the line would no longer be empty.
  */
 static int
 cli_prompt_getc(FILE *f)
@@ -118,17 +126,22 @@ cli_prompt_getc(FILE *f)
 	pfd[1].fd = cli_prompt_pipe[0];
 	pfd[1].events = POLLIN;
 	for (;;) {
-		if (cli_prompt_intr)
-			return (EOF);
-		if (poll(pfd, 2, -1) == -1) {
-			if (errno == EINTR)
-				continue;
-			return (EOF);
+		if (cli_prompt_intr || (poll(pfd, 2, -1) > 0 &&
+		    pfd[1].revents != 0)) {
+			cli_prompt_intr = 1;
+			(void)!write(STDOUT_FILENO, "^C", 2);
+			return ('\n');
 		}
-		if (pfd[1].revents != 0)
-			return (EOF);
-		if ((n = read(pfd[0].fd, &ch, 1)) == 1)
+		if (pfd[0].revents == 0)
+			continue;	/* EINTR */
+		if ((n = read(pfd[0].fd, &ch, 1)) == 1) {
+			/* Ctrl-D first thing on a line: leave. */
+			if ((ch == CLI_CTRL_D || ch == '\0') &&
+			    cli_prompt_fresh)
+				return (EOF);
+			cli_prompt_fresh = 0;
 			return (ch);
+		}
 		if (n == -1 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		return (EOF);
@@ -475,11 +488,11 @@ cli_prompt(struct cli *cli)
 	while (!leave) {
 		cli_prompt_signals();
 		cli_prompt_drain();
-		if ((line = readline(prompt)) == NULL) {
-			if (!cli_prompt_intr)
-				break;		/* Ctrl-D */
-			fputs("^C\n", stdout);
-			fflush(stdout);
+		cli_prompt_fresh = 1;
+		if ((line = readline(prompt)) == NULL)
+			break;			/* Ctrl-D */
+		if (cli_prompt_intr) {		/* Ctrl-C: drop the line */
+			free(line);
 			continue;
 		}
 		if (cli_prompt_keep(line)) {

@@ -77,6 +77,16 @@ class Term:
         self.text = ""
         os.write(self.master, data.encode())
 
+    def ctrl_d(self):
+        """Ctrl-D, at once after the prompt is drawn (libedit may not
+        have put the terminal in raw mode yet); semd-cli's exit status,
+        None if it is still running 10 s later."""
+        self.key("\x04")
+        try:
+            return self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+
     def close(self):
         if self.p.poll() is None:
             self.p.kill()
@@ -177,8 +187,7 @@ def test_ctrl_c():
                 text = f.read()
             ok("help\\040try" in text or "help try" in text,
                "the history file has the last line before leaving", text)
-            t.key("\x04")
-            eq(t.p.wait(timeout=10), 0, "Ctrl-D leaves, exit 0")
+            eq(t.ctrl_d(), 0, "Ctrl-D leaves, exit 0")
             ok(wait_until(lambda: holders(c) == [], 10),
                "leaving frees the prompt's permit")
         finally:

@@ -81,7 +81,7 @@ cli_parse_token(const char *s, uint64_t *out)
 }
 
 /* The value of an option given as "--opt V" or "--opt=V"; NULL if none. */
-static const char *
+const char *
 cli_optval(const char *name, int argc, char **argv, int *i)
 {
 	size_t	len = strlen(name);
@@ -160,9 +160,11 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
     struct cli_args *a)
 {
 	const char	*v;
-	int		 i;
+	int		 i, rc;
 
 	memset(a, 0, sizeof(*a));
+	if (flags & CLI_OPT_CMD)
+		cli_run_defaults(a);
 	a->n = 1;
 	a->timeout_ms = SEMC_FOREVER;
 	a->lease_ms = SEMC_BOUND;
@@ -171,6 +173,13 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 			a->argv = argv + i + 1;
 			a->argc = argc - i - 1;
 			return (0);
+		}
+		/* run's options, its durations included (cli-run.c). */
+		if ((flags & CLI_OPT_CMD) &&
+		    (rc = cli_run_option(argc, argv, &i, a)) != 0) {
+			if (rc == -1)
+				return (-1);
+			continue;
 		}
 		if (strcmp(argv[i], "--json") == 0)
 			a->json = 1;

@@ -512,9 +512,12 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "quit", 0, 0, "quit", "send QUIT (prompt: leave)", NULL,
 	    cli_quit },
 	{ "run", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_CMD,
-	    "run SEM [-n N] [--timeout D] -- CMD [ARGS...]",
+	    "run SEM [-n N] [--timeout D] [OPTIONS] -- CMD...",
 	    "hold permits while CMD runs",
-	    "Exits with CMD's status; see semd-cli(1) for the others.\n"
+	    "Options: --lease D, -E|--conflict-exit-code N (75), --kill-after D\n"
+	    "(10), --on-loss kill|ignore, --name LABEL. CMD gets SEMD_SEM,\n"
+	    "SEMD_TOKEN and SEMD_N. Exits with CMD's status; 75 not granted in\n"
+	    "time, 76 the permit was lost while CMD ran; see semd-cli(1).\n"
 	    CLI_D_OPT, cli_run },
 	{ "help", 0, CLI_OPT_ONE_MORE, "help [COMMAND]",
 	    "list commands, or explain one", NULL, cli_help_cmd },

@@ -15,7 +15,17 @@ enum cli_exit {
 	CLI_EXIT_TIMEOUT = 1,	/* not granted in time */
 	CLI_EXIT_USAGE = 2,	/* bad command line */
 	CLI_EXIT_SERVER = 3,	/* semd refused, or the outcome is unknown */
-	CLI_EXIT_CONNECT = 4	/* semd could not be reached: nothing done */
+	CLI_EXIT_CONNECT = 4,	/* semd could not be reached: nothing done */
+	CLI_EXIT_TEMPFAIL = 75,	/* run: not granted in time (-E changes it) */
+	CLI_EXIT_LOST = 76	/* run: the permit was lost while CMD ran */
+};
+
+/* run's own options (cli-run.c). */
+struct cli_run_opts {
+	int		 conflict_exit;	/* -E, --conflict-exit-code: 75 */
+	int64_t		 kill_after_ms;	/* --kill-after: 10 s */
+	int		 on_loss_ignore; /* --on-loss ignore */
+	const char	*name;		/* --name; NULL: SEMD_NAME, default */
 };
 
 struct cli_held;
@@ -38,6 +48,7 @@ struct cli {
 /* A command's arguments after its name. */
 #define CLI_MAX_POS	3
 struct cli_args {
+	struct cli_run_opts run;	/* run's options */
 	const char	*pos[CLI_MAX_POS];
 	int		 npos;
 	uint32_t	 n;		/* -n, 1 by default */
@@ -59,6 +70,7 @@ struct cli_args {
 #define CLI_OPT_ONE_MORE 0x20		/* one optional positional argument */
 
 /* cli-args.c */
+const char *cli_optval(const char *name, int argc, char **argv, int *i);
 int	 cli_parse_duration(const char *s, int64_t *ms);
 int	 cli_parse_proto_ms(const char *s, int64_t *ms);
 int	 cli_parse_u32(const char *s, uint32_t min, uint32_t *out);
@@ -97,6 +109,8 @@ void	 cli_out_error(struct cli *cli, enum semc_err err, const char *msg);
 
 /* cli-run.c */
 int	 cli_run(struct cli *cli, const struct cli_args *a);
+void	 cli_run_defaults(struct cli_args *a);
+int	 cli_run_option(int argc, char **argv, int *i, struct cli_args *a);
 
 /* cli-prompt.c: the prompt, and commands read from a pipe */
 int	 cli_prompt(struct cli *cli);

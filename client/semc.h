@@ -9,6 +9,10 @@
  *		errx(1, "db-pool: %s", semc_errmsg(c));
  *	use_the_pool(token);  semc_release(c, "db-pool", token);  semc_free(c);
  *
+ * Build with cc prog.c $(pkg-config --cflags --libs libsemc), or against
+ * a build tree not installed, with PKG_CONFIG_PATH=$builddir/client and
+ * the package libsemc-uninstalled.
+ *
  * Results. Every call returns an enum semc_err: SEMC_OK, SEMC_TIMEOUT (an
  * acquire not granted in time), one value per protocol ERR code, or one
  * value per way the call itself failed. semc_errmsg() gives the last

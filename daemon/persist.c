@@ -103,7 +103,9 @@ struct persist {
 
 	struct dirty_sem	*dirty_sems, *flight_sems;
 	struct dirty_grant	*dirty_grants, *flight_grants;
-	struct await		*awaits, *flight_awaits;	/* LIFO */
+	/* Replies held for the store, oldest first: answered in order. */
+	struct await		*awaits, *flight_awaits;
+	struct await		**awaits_tail;	/* &last->next, or &awaits */
 	int			 resync;	/* rewrite Redis whole */
 	int			 flight_resync;
 	char			**stale_names;	/* in Redis; to delete first */
@@ -380,6 +382,7 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	p->flight_awaits = p->awaits;
 	p->awaits = NULL;
+	p->awaits_tail = &p->awaits;
 	p->ops->submit(p->store, b.ch, b.n);
 	free(b.ch);
 	/* Only now: the batch pointed into the stale names. */
@@ -427,8 +430,8 @@ persist_await(struct persist *p, uint64_t conn_id,
 	a->kind = kind;
 	a->token = token;
 	a->ms = ms;
-	a->next = p->awaits;
-	p->awaits = a;
+	*p->awaits_tail = a;
+	p->awaits_tail = &a->next;
 	persist_schedule(p);
 }
 
@@ -464,6 +467,7 @@ persist_down(struct persist *p, const char *why)
 	engine_hold_grants(p->engine, 1);
 	persist_answer_all(p, &p->flight_awaits, 0);
 	persist_answer_all(p, &p->awaits, 0);
+	p->awaits_tail = &p->awaits;
 }
 
 static void
@@ -617,6 +621,7 @@ persist_drop_pending(struct persist *p)
 	persist_free_stale(p);
 	await_free_list(&p->awaits);
 	await_free_list(&p->flight_awaits);
+	p->awaits_tail = &p->awaits;
 	p->resync = p->flight_resync = 0;
 }
 
@@ -908,6 +913,7 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 	p->base = base;
 	p->engine = e;
 	p->ops = ops;
+	p->awaits_tail = &p->awaits;
 	p->answer = answer;
 	p->ctx = ctx;
 	p->state = PST_OFF;

@@ -163,6 +163,12 @@ grant_timer_fired(void *arg)
 	struct engine	*e = sem_engine(g->sem);
 
 	g->timer = NULL;	/* a fired handle is dead */
+	if (engine_now(e) < g->deadline_ms) {
+		/* Early (a coarse timer): a lease may end late, never early. */
+		g->timer = engine_timer_add(e, g->deadline_ms - engine_now(e),
+		    grant_timer_fired, g);
+		return;
+	}
 	if (g->kind == GRANT_LEASE)
 		grant_release(e, g, RELEASE_EXPIRED);
 	else

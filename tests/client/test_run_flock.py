@@ -82,6 +82,13 @@ def test_revoke_stops_cmd():
         p = spawn(d.port, "run", "one", "--", "sh", "-c", TRAPPED % got)
         eq(p.stdout.readline(), b"ready\n", "CMD runs")
         token = holders(c)[0]["token"]
+        # run's watcher (a process of its own) must be WATCHing for the
+        # loss to be called "revoked"; before that it would learn it as
+        # "not held", a loss all the same.
+        ok(wait_until(lambda: any(x["cmd"] == "watch" and
+                                  x["waiting"] == "1" for x in
+                                  c.listing("CLIENTS")), 10),
+           "run's watcher WATCHes the permit")
         start = time.monotonic()
         expect(c, "REVOKE one %s" % token, "OK")
         ok(wait_until(lambda: os.path.exists(got), 10),

@@ -26,7 +26,80 @@
 #include <strings.h>
 #include <unistd.h>
 
+#ifdef HAVE_LIBEDIT
 #include <editline/readline.h>
+#else
+/*
+ * Without libedit (configure --without-libedit, or no libedit-dev): the
+ * prompt reads plain lines through the same getc hook, so Ctrl-C and
+ * Ctrl-D behave alike; there is no line editing and no history.
+ */
+static int	  rl_catch_signals;
+static int	(*rl_getc_function)(FILE *);
+
+static void
+using_history(void)
+{
+}
+
+static void
+stifle_history(int max)
+{
+	(void)max;
+}
+
+static int
+read_history(const char *path)
+{
+	(void)path;
+	return (0);
+}
+
+static int
+write_history(const char *path)
+{
+	(void)path;
+	return (0);
+}
+
+static void
+add_history(const char *line)
+{
+	(void)line;
+}
+
+/* The prompt, then one line without its newline; NULL at end of input. */
+static char *
+readline(const char *prompt)
+{
+	char	*line = NULL, *grown;
+	size_t	 len = 0, size = 0;
+	int	 ch;
+
+	(void)rl_catch_signals;
+	fputs(prompt, stdout);
+	fflush(stdout);
+	while ((ch = rl_getc_function(stdin)) != EOF && ch != '\n') {
+		if (len + 2 > size) {
+			size = size == 0 ? 128 : size * 2;
+			if ((grown = realloc(line, size)) == NULL) {
+				free(line);
+				return (NULL);
+			}
+			line = grown;
+		}
+		line[len++] = (char)ch;
+	}
+	if (ch == EOF && len == 0) {
+		free(line);
+		return (NULL);
+	}
+	if (line == NULL && (line = malloc(1)) == NULL)
+		return (NULL);
+	line[len] = '\0';
+	return (line);
+}
+#endif
 
 #include "cli.h"
 

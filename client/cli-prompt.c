@@ -32,10 +32,13 @@
 /*
  * Without libedit (configure --without-libedit, or no libedit-dev): the
  * prompt reads plain lines through the same getc hook, so Ctrl-C and
- * Ctrl-D behave alike; there is no line editing and no history.
+ * Ctrl-D behave alike, and keeps the same history file; there is no line
+ * editing.
  */
 static int	  rl_catch_signals;
 static int	(*rl_getc_function)(FILE *);
+static char	**hist_lines;		/* oldest first */
+static size_t	  hist_n, hist_max = 1000;
 
 static void
 using_history(void)
@@ -45,27 +48,55 @@ using_history(void)
 static void
 stifle_history(int max)
 {
-	(void)max;
+	hist_max = max > 0 ? (size_t)max : 1;
+}
+
+static void
+add_history(const char *line)
+{
+	char	**grown;
+
+	if (hist_n == hist_max) {
+		free(hist_lines[0]);
+		memmove(hist_lines, hist_lines + 1,
+		    (hist_n - 1) * sizeof(*hist_lines));
+		hist_n--;
+	}
+	if ((grown = realloc(hist_lines, (hist_n + 1) *
+	    sizeof(*hist_lines))) == NULL)
+		return;
+	hist_lines = grown;
+	if ((hist_lines[hist_n] = strdup(line)) != NULL)
+		hist_n++;
 }
 
 static int
 read_history(const char *path)
 {
-	(void)path;
+	FILE	*fp;
+	char	 buf[8192];
+
+	if ((fp = fopen(path, "r")) == NULL)
+		return (-1);
+	while (fgets(buf, sizeof(buf), fp) != NULL) {
+		buf[strcspn(buf, "\n")] = '\0';
+		add_history(buf);
+	}
+	fclose(fp);
 	return (0);
 }
 
 static int
 write_history(const char *path)
 {
-	(void)path;
-	return (0);
-}
+	FILE	*fp;
+	size_t	 i;
 
-static void
-add_history(const char *line)
-{
-	(void)line;
+	if ((fp = fopen(path, "w")) == NULL)
+		return (-1);
+	for (i = 0; i < hist_n; i++)
+		fprintf(fp, "%s\n", hist_lines[i]);
+	return (fclose(fp) == 0 ? 0 : -1);
 }
 
 /* The prompt, then one line without its newline; NULL at end of input. */

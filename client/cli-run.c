@@ -1,16 +1,26 @@
 /*
  * cli-run.c: semd-cli run SEM -- CMD ARGS..., flock(1) across hosts.
  *
- * The permit is bound to semd-cli's connection, so however semd-cli ends,
- * even by SIGKILL, closing the connection gives it back. While CMD runs,
- * semd-cli forwards the signals a supervisor sends (SIGINT SIGTERM SIGHUP
- * SIGQUIT SIGUSR1 SIGUSR2) to it, watches the connection, and if semd
- * goes away reconnects and ATTACHes the permit again (semd with
- * persistence keeps it through a restart, and a standby that takes over
- * keeps it too; libsemc finds the new owner); a permit it cannot take back
- * is reported on stderr, and CMD keeps running. When CMD ends, the permit
- * is released and semd-cli exits with CMD's status, 128 + N if a signal
- * N killed it.
+ * The permit lives as long as CMD. By default it is bound to semd-cli's
+ * connection, and CMD inherits that connection's descriptor (flock's
+ * child inherits the locked file the same way): semd sees the connection
+ * close, and releases the permit, only once both semd-cli and CMD have
+ * closed it. So killing semd-cli, even by SIGKILL, leaves CMD running and
+ * the permit held until CMD ends. With --lease the permit is a lease that
+ * semd-cli's lease keeper refreshes while CMD runs.
+ *
+ * While CMD runs, semd-cli forwards the signals a supervisor sends
+ * (SIGINT SIGTERM SIGHUP SIGQUIT SIGUSR1 SIGUSR2) to it, and notices at
+ * once a permit lost: a watcher process blocks in WATCH on a connection
+ * of its own (the keeper WATCHes a lease), and outlives a killed
+ * semd-cli to stop CMD itself if the permit is lost then, and if semd closes the holding
+ * connection semd-cli reconnects and ATTACHes the permit again (semd with
+ * persistence keeps it through a restart, a standby that takes over keeps
+ * it too). A permit revoked, expired, refused on ATTACH, or unreachable
+ * for CLI_RUN_LOST_MS is lost: CMD gets SIGTERM, SIGKILL --kill-after
+ * later (--on-loss ignore: it goes on), and run exits 76. Otherwise the
+ * permit is released when CMD ends, and run exits with CMD's status, 128
+ * + N if a signal N killed it.
  */
 #include <sys/wait.h>
 
@@ -19,12 +29,24 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "proto.h"
 
 #define CLI_RUN_RETRY_MS	1000	/* between reconnects */
+#define CLI_RUN_LOST_MS		15000	/* semd unreachable this long: lost */
+#define CLI_RUN_KILL_AFTER_MS	10000	/* SIGTERM, then SIGKILL */
+
+/* How the watcher process ends (its exit status). */
+#define CLI_WATCH_ENDED		10	/* + enum semc_watch_reason */
+#define CLI_WATCH_NOTHELD	30	/* ERR NOTHELD or NOSEM */
+#define CLI_WATCH_UNKNOWN	31	/* semd does not know WATCH (1.0) */
+
+extern char	**environ;
 
 static const int cli_run_forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
@@ -33,6 +55,153 @@ static const int cli_run_forwarded[] = {
 
 static int		cli_run_pipe[2] = { -1, -1 };
 static struct sigaction	cli_run_saved[CLI_RUN_NSIGS + 1];
+
+/* One run: the permit, CMD, and how the permit is watched. */
+struct cli_run {
+	struct cli		*cli;
+	const struct cli_args	*a;
+	const char		*sem;
+	uint64_t		 token;
+	char			 label[PROTO_LABEL_MAX + 1];
+	int			 lease;		/* a lease, kept by keeper */
+	struct semc_keeper	*keeper;
+	pid_t			 pid;		/* CMD */
+	pid_t			 watcher;	/* -1: none */
+	int64_t			 watcher_next_ms; /* may start it again */
+	int			 watch_unknown;	/* semd 1.0: no WATCH */
+	int			 broken;	/* holding connection closed */
+	int64_t			 broken_ms;	/* since when */
+	int			 warned;
+	int			 lost;
+	int64_t			 kill_ms;	/* SIGKILL due; -1: none */
+	char			*vars[3];	/* SEMD_SEM=.. SEMD_TOKEN=.. */
+};
+
+static int64_t
+cli_run_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+void
+cli_run_defaults(struct cli_args *a)
+{
+	a->run.conflict_exit = CLI_EXIT_TEMPFAIL;
+	a->run.kill_after_ms = CLI_RUN_KILL_AFTER_MS;
+}
+
+/* A duration of run's: a bare number is seconds, as flock -w. */
+static int
+cli_run_duration(const char *name, const char *v, int64_t *ms)
+{
+	uint64_t	u;
+
+	if (proto_parse_duration_ms(v, strlen(v), 1000, PROTO_INT_MAX,
+	    &u) == 0) {
+		*ms = (int64_t)u;
+		return (0);
+	}
+	cli_usage_error("run: %s: invalid duration '%s' (seconds, or a number "
+	    "with a unit: 30, 1.5s, 250ms, 5m, 1h; at most 2147483647ms)",
+	    name, v);
+	return (-1);
+}
+
+/*
+ * One of run's own options at argv[*i]: 1 when taken (its value too),
+ * 0 when it is not one of them, -1 after a usage error.
+ */
+int
+cli_run_option(int argc, char **argv, int *i, struct cli_args *a)
+{
+	const char	*v;
+	uint32_t	 code;
+
+	if ((v = cli_optval("--timeout", argc, argv, i)) != NULL)
+		return (cli_run_duration("--timeout", v, &a->timeout_ms) == 0 ?
+		    1 : -1);
+	if ((v = cli_optval("--lease", argc, argv, i)) != NULL) {
+		if (cli_run_duration("--lease", v, &a->lease_ms) != 0)
+			return (-1);
+		if (a->lease_ms < 3) {
+			cli_usage_error("run: --lease: at least 3ms");
+			return (-1);
+		}
+		return (1);
+	}
+	if ((v = cli_optval("--kill-after", argc, argv, i)) != NULL)
+		return (cli_run_duration("--kill-after", v,
+		    &a->run.kill_after_ms) == 0 ? 1 : -1);
+	if ((v = cli_optval("-E", argc, argv, i)) != NULL ||
+	    (v = cli_optval("--conflict-exit-code", argc, argv, i)) != NULL) {
+		if (cli_parse_u32(v, 0, &code) != 0 || code > 255) {
+			cli_usage_error("run: -E: expected an exit status "
+			    "0..255, not '%s'", v);
+			return (-1);
+		}
+		a->run.conflict_exit = (int)code;
+		return (1);
+	}
+	if ((v = cli_optval("--on-loss", argc, argv, i)) != NULL) {
+		if (strcmp(v, "kill") != 0 && strcmp(v, "ignore") != 0) {
+			cli_usage_error("run: --on-loss: 'kill' or 'ignore', "
+			    "not '%s'", v);
+			return (-1);
+		}
+		a->run.on_loss_ignore = strcmp(v, "ignore") == 0;
+		return (1);
+	}
+	if ((v = cli_optval("--name", argc, argv, i)) != NULL) {
+		if (!proto_valid_label(v, strlen(v))) {
+			cli_usage_error("run: --name: invalid label '%s' (1 to "
+			    "%d bytes of A-Z a-z 0-9 _ . : / - @)", v,
+			    PROTO_LABEL_MAX);
+			return (-1);
+		}
+		a->run.name = v;
+		return (1);
+	}
+	return (0);
+}
+
+/*
+ * The connection's label: --name, else SEMD_NAME, else the global name,
+ * else semd-cli@<hostname>:<pid> (the host cut to fit in 64 bytes, any
+ * byte outside the label alphabet made '_').
+ */
+static void
+cli_run_label(struct cli_run *r)
+{
+	const char	*env = getenv("SEMD_NAME");
+	char		 host[256], pid[24];
+	size_t		 i, room;
+
+	if (r->a->run.name != NULL)
+		env = r->a->run.name;
+	else if (env == NULL || !proto_valid_label(env, strlen(env)))
+		env = r->cli->opts.name;
+	if (env != NULL && proto_valid_label(env, strlen(env))) {
+		snprintf(r->label, sizeof(r->label), "%s", env);
+		return;
+	}
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "unknown");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(pid, sizeof(pid), ":%ld", (long)getpid());
+	room = PROTO_LABEL_MAX - strlen("semd-cli@") - strlen(pid);
+	if (strlen(host) > room)
+		host[room] = '\0';
+	for (i = 0; host[i] != '\0'; i++) {
+		if (!proto_valid_label(&host[i], 1))
+			host[i] = '_';
+	}
+	if (host[0] == '\0')
+		snprintf(host, sizeof(host), "unknown");
+	snprintf(r->label, sizeof(r->label), "semd-cli@%s%s", host, pid);
+}
 
 /*
  * Signals go through a pipe to the loop. A signal the terminal sent
@@ -96,78 +265,315 @@ cli_run_restore(void)
 	cli_run_pipe[0] = cli_run_pipe[1] = -1;
 }
 
-/* fork and exec argv with the signal mask and handlers semd-cli found. */
+/* In a child: the signal handlers and mask semd-cli found. */
+static void
+cli_run_child_signals(const sigset_t *old)
+{
+	size_t	i;
+
+	signal(SIGCHLD, SIG_DFL);
+	for (i = 0; i < CLI_RUN_NSIGS; i++)
+		signal(cli_run_forwarded[i], SIG_DFL);
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/*
+ * CMD's environment: semd-cli's, with SEMD_SEM, SEMD_TOKEN and SEMD_N
+ * set to the permit's (replacing any already there); r->vars holds the
+ * new strings. NULL without memory.
+ */
+static char **
+cli_run_env(struct cli_run *r)
+{
+	char	**env, **e;
+	size_t	  n = 0, i;
+
+	if (asprintf(&r->vars[0], "SEMD_SEM=%s", r->sem) == -1)
+		r->vars[0] = NULL;
+	if (asprintf(&r->vars[1], "SEMD_TOKEN=%llu",
+	    (unsigned long long)r->token) == -1)
+		r->vars[1] = NULL;
+	if (asprintf(&r->vars[2], "SEMD_N=%u", r->a->n) == -1)
+		r->vars[2] = NULL;
+	if (r->vars[0] == NULL || r->vars[1] == NULL || r->vars[2] == NULL)
+		return (NULL);
+	for (e = environ; *e != NULL; e++)
+		n++;
+	if ((env = calloc(n + 4, sizeof(*env))) == NULL)
+		return (NULL);
+	n = 0;
+	for (e = environ; *e != NULL; e++) {
+		if (strncmp(*e, "SEMD_SEM=", 9) != 0 &&
+		    strncmp(*e, "SEMD_TOKEN=", 11) != 0 &&
+		    strncmp(*e, "SEMD_N=", 7) != 0)
+			env[n++] = *e;
+	}
+	for (i = 0; i < 3; i++)
+		env[n++] = r->vars[i];
+	return (env);
+}
+
+static void
+cli_run_env_free(struct cli_run *r, char **env)
+{
+	size_t	i;
+
+	for (i = 0; i < 3; i++)
+		free(r->vars[i]);
+	free(env);
+}
+
+/*
+ * fork and exec CMD with the signal mask and handlers semd-cli found,
+ * the permit in its environment, and, for a bound permit, the holding
+ * connection's descriptor left open across exec.
+ */
 static pid_t
-cli_run_spawn(char **argv, const sigset_t *blocked, const sigset_t *old)
+cli_run_spawn(struct cli_run *r, char **env, const sigset_t *blocked,
+    const sigset_t *old)
 {
 	pid_t	pid;
-	size_t	i;
-	int	err;
+	int	err, fd;
 
 	sigprocmask(SIG_BLOCK, blocked, NULL);
 	if ((pid = fork()) != 0) {
 		sigprocmask(SIG_SETMASK, old, NULL);
 		return (pid);
 	}
-	signal(SIGCHLD, SIG_DFL);
-	for (i = 0; i < CLI_RUN_NSIGS; i++)
-		signal(cli_run_forwarded[i], SIG_DFL);
-	sigprocmask(SIG_SETMASK, old, NULL);
-	execvp(argv[0], argv);
+	cli_run_child_signals(old);
+	if (!r->lease && (fd = semc_fd(r->cli->c)) != -1)
+		fcntl(fd, F_SETFD, 0);		/* no FD_CLOEXEC */
+	execvpe(r->a->argv[0], r->a->argv, env);
 	err = errno;
-	fprintf(stderr, "semd-cli: %s: %s\n", argv[0], strerror(err));
+	fprintf(stderr, "semd-cli: %s: %s\n", r->a->argv[0], strerror(err));
 	_exit(err == ENOENT ? 127 : 126);
 }
 
 /*
- * semd closed the connection while CMD runs: connect again, and ATTACH
- * the permit. 1 while it is still ours (or may be, until semd answers),
- * 0 once semd said it is gone.
+ * The watcher, orphaned (semd-cli was killed, even by SIGKILL) while CMD
+ * runs on with the permit: it stops CMD itself when semd says the permit
+ * is gone (code, as the watcher would exit with), as semd-cli would have.
+ * The permit ending because its connection closed means CMD has exited.
  */
-static int
-cli_run_reattach(struct cli *cli, const char *sem, int *warned)
+static void __attribute__((noreturn))
+cli_run_watcher_orphaned(struct cli_run *r, int code)
+{
+	int64_t	 until;
+	int	 lost;
+
+	lost = code == CLI_WATCH_NOTHELD ||
+	    (code >= CLI_WATCH_ENDED && code <= CLI_WATCH_ENDED +
+	    SEMC_WATCH_OTHER && code != CLI_WATCH_ENDED + SEMC_WATCH_CLOSED &&
+	    code != CLI_WATCH_ENDED + SEMC_WATCH_RELEASED);
+	if (!lost || r->a->run.on_loss_ignore || kill(r->pid, 0) == -1)
+		_exit(0);
+	fprintf(stderr, "semd-cli: the permit on %s (token %llu) is lost: %s; "
+	    "semd-cli is gone, its watcher stops %s: SIGTERM, then SIGKILL "
+	    "after %lld ms\n", r->sem, (unsigned long long)r->token,
+	    code == CLI_WATCH_NOTHELD ? "semd says it is not held" :
+	    semc_reasonname(code - CLI_WATCH_ENDED), r->a->argv[0],
+	    (long long)r->a->run.kill_after_ms);
+	kill(r->pid, SIGTERM);
+	until = cli_run_now_ms() + r->a->run.kill_after_ms;
+	while (kill(r->pid, 0) == 0 && cli_run_now_ms() < until)
+		poll(NULL, 0, 50);
+	if (kill(r->pid, 0) == 0)
+		kill(r->pid, SIGKILL);
+	_exit(0);
+}
+
+/*
+ * The watcher process: WATCH the permit on a connection of its own until
+ * semd says it ended; its exit status says how. A connection that fails
+ * is opened again (following a restart or a failover) every second. It is
+ * in a process group of its own, so that a terminal's Ctrl-C meant for
+ * CMD does not end it, and it outlives semd-cli as long as CMD does: if
+ * semd-cli is killed, the watcher still stops CMD when its permit is lost
+ * (and ends when CMD ends, which closes the inherited connection).
+ */
+static void __attribute__((noreturn))
+cli_run_watcher(struct cli_run *r, pid_t parent, const sigset_t *old)
+{
+	struct semc_opts	 opts = r->cli->opts;
+	struct semc		*w;
+	enum semc_watch_reason	 reason;
+	enum semc_err		 err;
+	int			 code;
+
+	if (getppid() != parent)
+		_exit(1);
+	setpgid(0, 0);
+	cli_run_child_signals(old);
+	if (semc_fd(r->cli->c) != -1)
+		close(semc_fd(r->cli->c));	/* semd-cli's, not ours */
+	opts.name = r->label;
+	if ((w = semc_new(&opts)) == NULL)
+		_exit(1);
+	for (;;) {
+		err = semc_watch(w, r->sem, r->token, SEMC_FOREVER, &reason);
+		if (err == SEMC_OK)
+			code = CLI_WATCH_ENDED + (int)reason;
+		else if (err == SEMC_ERR_NOTHELD || err == SEMC_ERR_NOSEM)
+			code = CLI_WATCH_NOTHELD;
+		else if (err == SEMC_ERR_PROTO)
+			code = CLI_WATCH_UNKNOWN;
+		else {
+			/* Orphaned, and CMD gone too: nothing left to guard. */
+			if (getppid() != parent && kill(r->pid, 0) == -1)
+				_exit(0);
+			poll(NULL, 0, CLI_RUN_RETRY_MS);
+			continue;
+		}
+		if (getppid() != parent)
+			cli_run_watcher_orphaned(r, code);
+		_exit(code);
+	}
+}
+
+static void
+cli_run_start_watcher(struct cli_run *r, const sigset_t *blocked,
+    const sigset_t *old)
+{
+	pid_t	parent = getpid(), pid;
+
+	r->watcher_next_ms = cli_run_now_ms() + CLI_RUN_RETRY_MS;
+	sigprocmask(SIG_BLOCK, blocked, NULL);
+	pid = fork();
+	if (pid == 0)
+		cli_run_watcher(r, parent, old);
+	sigprocmask(SIG_SETMASK, old, NULL);
+	r->watcher = pid;
+	if (pid == -1)
+		fprintf(stderr, "semd-cli: warning: cannot start the watcher "
+		    "(%s); trying again\n", strerror(errno));
+}
+
+/*
+ * The permit is lost (why says how): say so, and stop CMD unless told
+ * to ignore it: SIGTERM now, SIGKILL --kill-after later.
+ */
+static void
+cli_run_lose(struct cli_run *r, const char *why)
+{
+	if (r->lost)
+		return;
+	r->lost = 1;
+	fprintf(stderr, "semd-cli: the permit on %s (token %llu) is lost: "
+	    "%s\n", r->sem, (unsigned long long)r->token, why);
+	if (r->a->run.on_loss_ignore) {
+		fprintf(stderr, "semd-cli: %s keeps running unguarded "
+		    "(--on-loss ignore); exit status 76 when it ends\n",
+		    r->a->argv[0]);
+		return;
+	}
+	fprintf(stderr, "semd-cli: stopping %s: SIGTERM, then SIGKILL after "
+	    "%lld ms\n", r->a->argv[0], (long long)r->a->run.kill_after_ms);
+	kill(r->pid, SIGTERM);
+	r->kill_ms = cli_run_now_ms() + r->a->run.kill_after_ms;
+	if (r->a->run.kill_after_ms == 0) {
+		kill(r->pid, SIGKILL);
+		r->kill_ms = -1;
+	}
+}
+
+/* The watcher ended with status: what semd said about the permit. */
+static void
+cli_run_watcher_ended(struct cli_run *r, int status)
+{
+	char	why[64];
+	int	code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+
+	r->watcher = -1;
+	if (code >= CLI_WATCH_ENDED && code <= CLI_WATCH_ENDED +
+	    SEMC_WATCH_OTHER) {
+		snprintf(why, sizeof(why), "semd says it was %s",
+		    semc_reasonname(code - CLI_WATCH_ENDED));
+		cli_run_lose(r, why);
+	} else if (code == CLI_WATCH_NOTHELD)
+		cli_run_lose(r, "semd says it is not held");
+	else if (code == CLI_WATCH_UNKNOWN) {
+		r->watch_unknown = 1;
+		fprintf(stderr, "semd-cli: warning: this semd does not know "
+		    "WATCH: a revoked permit is not noticed\n");
+	}
+	/* Else it died (killed, out of memory): started again later. */
+}
+
+/*
+ * The holding connection closed while CMD runs (semd restarted, a
+ * failover, KILL): connect again and ATTACH the permit. Lost when semd
+ * refuses it, or stays out of reach CLI_RUN_LOST_MS.
+ */
+static void
+cli_run_reattach(struct cli_run *r)
 {
 	struct semc_permit	lost;
 	enum semc_err		err;
+	char			why[SEMC_NAME_MAX + 400];
 
-	if (!*warned) {
+	if (!r->warned) {
 		fprintf(stderr, "semd-cli: warning: lost the connection to "
-		    "semd while holding %s; reconnecting\n", sem);
-		*warned = 1;
+		    "semd while holding %s; reconnecting\n", r->sem);
+		r->warned = 1;
 	}
-	if ((err = semc_reconnect(cli->c)) != SEMC_OK)
-		return (1);
-	*warned = 0;
-	if (semc_next_lost(cli->c, &lost)) {
-		fprintf(stderr, "semd-cli: warning: the permit on %s (token "
-		    "%llu) is lost: semd did not give it back; %s keeps "
-		    "running unguarded\n", sem,
-		    (unsigned long long)lost.token, "the command");
-		return (0);
+	if ((err = semc_reconnect(r->cli->c)) != SEMC_OK) {
+		if (cli_run_now_ms() - r->broken_ms >= CLI_RUN_LOST_MS) {
+			snprintf(why, sizeof(why), "semd out of reach for %d "
+			    "s (%s)", CLI_RUN_LOST_MS / 1000,
+			    semc_errmsg(r->cli->c));
+			cli_run_lose(r, why);
+		}
+		return;
+	}
+	r->broken = r->warned = 0;
+	if (semc_next_lost(r->cli->c, &lost)) {
+		cli_run_lose(r, "semd did not give it back on ATTACH");
+		return;
 	}
 	fprintf(stderr, "semd-cli: reconnected; the permit on %s is held "
-	    "again\n", sem);
-	return (1);
+	    "again\n", r->sem);
+}
+
+/* The next poll timeout (ms; -1: none) for the timers that run. */
+static int
+cli_run_timeout(const struct cli_run *r)
+{
+	int64_t	now = cli_run_now_ms(), next = -1;
+
+	if (r->broken && !r->lost)
+		next = now + CLI_RUN_RETRY_MS;
+	if (!r->lease && !r->lost && !r->watch_unknown && r->watcher == -1 &&
+	    (next == -1 || r->watcher_next_ms < next))
+		next = r->watcher_next_ms;
+	if (r->kill_ms >= 0 && (next == -1 || r->kill_ms < next))
+		next = r->kill_ms;
+	if (next == -1)
+		return (-1);
+	return (next > now ? (int)(next - now) : 0);
 }
 
 /* Wait for CMD, forwarding signals and guarding the permit. */
 static int
-cli_run_wait(struct cli *cli, const char *sem, pid_t pid, int *held)
+cli_run_wait(struct cli_run *r, const sigset_t *blocked, const sigset_t *old)
 {
-	struct pollfd	pfd[2];
+	struct pollfd	pfd[3];
 	unsigned char	sigs[64];
 	ssize_t		n, i;
-	int		status, nfds, warned = 0, broken = 0;
+	int		status, nfds;
 
 	for (;;) {
-		pfd[0].fd = cli_run_pipe[0];
-		pfd[0].events = POLLIN;
-		pfd[1].fd = semc_fd(cli->c);
-		pfd[1].events = POLLIN;
-		pfd[0].revents = pfd[1].revents = 0;
-		nfds = *held && !broken && pfd[1].fd != -1 ? 2 : 1;
-		if (poll(pfd, (nfds_t)nfds, broken ? CLI_RUN_RETRY_MS : -1) ==
-		    -1) {
+		nfds = 0;
+		pfd[nfds].fd = cli_run_pipe[0];
+		pfd[nfds++].events = POLLIN;
+		pfd[1].fd = pfd[2].fd = -1;
+		if (!r->lease && !r->lost && !r->broken)
+			pfd[1].fd = semc_fd(r->cli->c);
+		if (r->lease && !r->lost)
+			pfd[2].fd = semc_keeper_fd(r->keeper);
+		pfd[1].events = pfd[2].events = POLLIN;
+		pfd[0].revents = pfd[1].revents = pfd[2].revents = 0;
+		nfds = 3;
+		if (poll(pfd, (nfds_t)nfds, cli_run_timeout(r)) == -1) {
 			if (errno != EINTR)
 				return (-1);
 			continue;
@@ -176,64 +582,148 @@ cli_run_wait(struct cli *cli, const char *sem, pid_t pid, int *held)
 			n = read(cli_run_pipe[0], sigs, sizeof(sigs));
 			for (i = 0; i < n; i++) {
 				if (sigs[i] != SIGCHLD)
-					kill(pid, sigs[i]);
+					kill(r->pid, sigs[i]);
 			}
 		}
-		if (waitpid(pid, &status, WNOHANG) == pid)
+		if (waitpid(r->pid, &status, WNOHANG) == r->pid)
 			return (status);
+		if (r->watcher != -1 &&
+		    waitpid(r->watcher, &status, WNOHANG) == r->watcher)
+			cli_run_watcher_ended(r, status);
 		/* Readable while idle: semd closed it (or broke step). */
-		if (nfds == 2 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
-			broken = 1;
-		if (broken && *held) {
-			*held = cli_run_reattach(cli, sem, &warned);
-			broken = *held && semc_fd(cli->c) == -1;
+		if (pfd[1].fd != -1 &&
+		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			r->broken = 1;
+			r->broken_ms = cli_run_now_ms();
+		}
+		if (r->broken && !r->lost)
+			cli_run_reattach(r);
+		if (pfd[2].fd != -1 && (pfd[2].revents & POLLIN))
+			cli_run_lose(r, "the lease keeper lost the lease "
+			    "(revoked, expired, or not refreshed in time)");
+		if (!r->lease && !r->lost && !r->watch_unknown &&
+		    r->watcher == -1 && cli_run_now_ms() >= r->watcher_next_ms)
+			cli_run_start_watcher(r, blocked, old);
+		if (r->kill_ms >= 0 && cli_run_now_ms() >= r->kill_ms) {
+			fprintf(stderr, "semd-cli: %s did not end within "
+			    "--kill-after: SIGKILL\n", r->a->argv[0]);
+			kill(r->pid, SIGKILL);
+			r->kill_ms = -1;
 		}
 	}
+}
+
+/* Take the permit: 0, or the exit status after reporting why not. */
+static int
+cli_run_take(struct cli_run *r)
+{
+	struct semc_opts	opts;
+	enum semc_err		err;
+
+	/* A refusal shows below, on ACQUIRE; the label is kept anyway. */
+	(void)semc_name(r->cli->c, r->label);
+	err = semc_acquire(r->cli->c, r->sem, r->a->n, r->a->timeout_ms,
+	    r->a->lease_ms, &r->token);
+	if (err == SEMC_TIMEOUT) {
+		cli_fail(r->cli, err);
+		return (r->a->run.conflict_exit);
+	}
+	if (err != SEMC_OK)
+		return (cli_fail(r->cli, err));
+	if (!r->lease)
+		return (0);
+	opts = r->cli->opts;
+	opts.name = r->label;
+	/* A refresh that hangs must fail well before the lease ends. */
+	if (opts.io_timeout_ms == 0 || opts.io_timeout_ms < 0 ||
+	    opts.io_timeout_ms > r->a->lease_ms / 3)
+		opts.io_timeout_ms = r->a->lease_ms / 3 > 0 ?
+		    (int)(r->a->lease_ms / 3) : 1;
+	if ((r->keeper = semc_keeper_new(&opts, NULL, NULL)) == NULL ||
+	    (err = semc_keeper_add(r->keeper, r->sem, r->token,
+	    (uint32_t)r->a->lease_ms)) != SEMC_OK) {
+		fprintf(stderr, "semd-cli: run: cannot start the lease keeper: "
+		    "%s\n", r->keeper == NULL ? strerror(errno) :
+		    semc_strerror(err));
+		semc_keeper_free(r->keeper);
+		r->keeper = NULL;
+		semc_release(r->cli->c, r->sem, r->token);
+		return (CLI_EXIT_SERVER);
+	}
+	return (0);
 }
 
 int
 cli_run(struct cli *cli, const struct cli_args *a)
 {
-	const char	*sem = a->pos[0];
+	struct cli_run	 r;
 	sigset_t	 blocked, old;
-	enum semc_err	 err;
-	uint64_t	 token;
-	pid_t		 pid;
-	int		 status, held = 1;
+	char		**env;
+	int		 status, rc;
 
-	err = semc_acquire(cli->c, sem, a->n, a->timeout_ms, SEMC_BOUND,
-	    &token);
-	if (err != SEMC_OK)
-		return (cli_fail(cli, err));
-	if (pipe2(cli_run_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+	memset(&r, 0, sizeof(r));
+	r.cli = cli;
+	r.a = a;
+	r.sem = a->pos[0];
+	r.lease = a->lease_ms != SEMC_BOUND;
+	r.watcher = -1;
+	r.kill_ms = -1;
+	cli_run_label(&r);
+	if ((rc = cli_run_take(&r)) != 0)
+		return (rc);
+	env = cli_run_env(&r);
+	if (env == NULL || pipe2(cli_run_pipe, O_CLOEXEC | O_NONBLOCK) != 0 ||
+	    cli_run_handlers() != 0) {
 		perror("semd-cli: run");
-		semc_release(cli->c, sem, token);
-		return (CLI_EXIT_SERVER);
-	}
-	if (cli_run_handlers() != 0) {
-		perror("semd-cli: run");
-		cli_run_restore();
-		semc_release(cli->c, sem, token);
+		if (cli_run_pipe[0] != -1)
+			cli_run_restore();
+		semc_keeper_free(r.keeper);
+		semc_release(cli->c, r.sem, r.token);
+		cli_run_env_free(&r, env);
 		return (CLI_EXIT_SERVER);
 	}
 	cli_run_sigset(&blocked);
 	sigprocmask(SIG_SETMASK, NULL, &old);
-	if ((pid = cli_run_spawn(a->argv, &blocked, &old)) == -1) {
+	if ((r.pid = cli_run_spawn(&r, env, &blocked, &old)) == -1) {
 		perror("semd-cli: fork");
 		cli_run_restore();
-		semc_release(cli->c, sem, token);
+		semc_keeper_free(r.keeper);
+		semc_release(cli->c, r.sem, r.token);
+		cli_run_env_free(&r, env);
 		return (CLI_EXIT_SERVER);
 	}
-	if ((status = cli_run_wait(cli, sem, pid, &held)) == -1) {
+	if (!r.lease)
+		cli_run_start_watcher(&r, &blocked, &old);
+	if ((status = cli_run_wait(&r, &blocked, &old)) == -1) {
 		perror("semd-cli: run");
-		kill(pid, SIGTERM);
-		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		kill(r.pid, SIGTERM);
+		while (waitpid(r.pid, &status, 0) == -1 && errno == EINTR)
+			;
+	}
+	if (r.watcher != -1) {
+		kill(r.watcher, SIGKILL);
+		while (waitpid(r.watcher, NULL, 0) == -1 && errno == EINTR)
 			;
 	}
 	cli_run_restore();
-	if (held && semc_release(cli->c, sem, token) != SEMC_OK)
+	if (r.keeper != NULL)
+		semc_keeper_remove(r.keeper, r.sem, r.token);
+	if (!r.lost && semc_release(cli->c, r.sem, r.token) != SEMC_OK)
 		fprintf(stderr, "semd-cli: warning: release of %s failed: "
-		    "%s\n", sem, semc_errmsg(cli->c));
+		    "%s\n", r.sem, semc_errmsg(cli->c));
+	semc_keeper_free(r.keeper);
+	cli_run_env_free(&r, env);
+	if (r.lost) {
+		if (WIFSIGNALED(status))
+			fprintf(stderr, "semd-cli: %s was killed by signal %d; "
+			    "exit status 76: the permit was lost\n",
+			    a->argv[0], WTERMSIG(status));
+		else
+			fprintf(stderr, "semd-cli: %s exited %d; exit status "
+			    "76: the permit was lost\n", a->argv[0],
+			    WEXITSTATUS(status));
+		return (CLI_EXIT_LOST);
+	}
 	if (WIFSIGNALED(status))
 		return (128 + WTERMSIG(status));
 	return (WEXITSTATUS(status));

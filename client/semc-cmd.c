@@ -354,6 +354,25 @@ semc_info(struct semc *c, const char *sem, struct semc_info *out)
 	return (semc_parse_info(c, reply.rest.p, reply.rest.len, out));
 }
 
+/*
+ * An optional key=string (name=, addr=) into out (size bytes): "" when
+ * absent or "-"; cut to fit (semd's own limits keep them shorter).
+ */
+static void
+semc_kv_str(const char *s, size_t len, const char *key, char *out,
+    size_t size)
+{
+	struct proto_word	v;
+
+	out[0] = '\0';
+	if (!proto_find_kv(s, len, key, &v) || (v.len == 1 && v.p[0] == '-'))
+		return;
+	if (v.len >= size)
+		v.len = size - 1;
+	memcpy(out, v.p, v.len);
+	out[v.len] = '\0';
+}
+
 static enum semc_err
 semc_parse_holder(struct semc *c, const char *s, size_t len, void *entry)
 {
@@ -370,6 +389,8 @@ semc_parse_holder(struct semc *c, const char *s, size_t len, void *entry)
 		h->owner = 0;
 	h->n = (uint32_t)n;
 	h->ttl_ms = (int64_t)ttl;
+	semc_kv_str(s, len, "name", h->name, sizeof(h->name));
+	semc_kv_str(s, len, "addr", h->addr, sizeof(h->addr));
 	return (SEMC_OK);
 }
 
@@ -384,6 +405,8 @@ semc_parse_waiter(struct semc *c, const char *s, size_t len, void *entry)
 	    semc_kv_u64(s, len, "owner", 0, &w->owner) != 0)
 		return (semc_bad_line(c, s, len));
 	w->n = (uint32_t)n;
+	semc_kv_str(s, len, "name", w->name, sizeof(w->name));
+	semc_kv_str(s, len, "addr", w->addr, sizeof(w->addr));
 	return (SEMC_OK);
 }
 
@@ -547,6 +570,127 @@ semc_stats(struct semc *c, struct semc_stat **out, size_t *count)
 	*out = stats;
 	*count = n;
 	return (SEMC_OK);
+}
+
+enum semc_err
+semc_name(struct semc *c, const char *label)
+{
+	struct proto_reply	 reply;
+	enum semc_err		 err;
+	char			*copy;
+
+	if (label == NULL || !proto_valid_label(label, strlen(label)))
+		return (semc_seterr(c, SEMC_ERR_INVAL, "invalid name '%.64s' "
+		    "(1 to %d bytes of A-Z a-z 0-9 _ . : / - @)",
+		    label != NULL ? label : "(null)", SEMC_LABEL_MAX));
+	if ((copy = strdup(label)) == NULL)
+		return (semc_seterr(c, SEMC_ERR_NOMEM, NULL));
+	/* Sent here; kept after, so a connect made for it sends it once. */
+	err = semc_call(c, SEMC_REQ_PLAIN, 0, &reply, "NAME %s", label);
+	free(c->name);
+	c->name = copy;
+	return (err);
+}
+
+static enum semc_err
+semc_parse_client(struct semc *c, const char *s, size_t len, void *entry)
+{
+	struct semc_client	*cl = entry;
+	struct proto_word	 addr;
+	uint64_t		 waiting;
+
+	if (semc_kv_u64(s, len, "id", 0, &cl->id) != 0 ||
+	    !proto_find_kv(s, len, "addr", &addr) ||
+	    semc_kv_u64(s, len, "age_ms", 0, &cl->age_ms) != 0 ||
+	    semc_kv_u64(s, len, "idle_ms", 0, &cl->idle_ms) != 0 ||
+	    semc_kv_u64(s, len, "grants", 0, &cl->grants) != 0 ||
+	    semc_kv_u64(s, len, "waiting", 0, &waiting) != 0 || waiting > 1)
+		return (semc_bad_line(c, s, len));
+	cl->waiting = (int)waiting;
+	semc_kv_str(s, len, "addr", cl->addr, sizeof(cl->addr));
+	semc_kv_str(s, len, "name", cl->name, sizeof(cl->name));
+	semc_kv_str(s, len, "cmd", cl->cmd, sizeof(cl->cmd));
+	if (cl->cmd[0] == '\0')
+		strcpy(cl->cmd, "-");
+	return (SEMC_OK);
+}
+
+enum semc_err
+semc_clients(struct semc *c, struct semc_client **out, size_t *count)
+{
+	struct proto_reply	reply;
+	enum semc_err		err;
+
+	*out = NULL;
+	*count = 0;
+	if ((err = semc_call(c, SEMC_REQ_PLAIN, 0, &reply, "CLIENTS")) !=
+	    SEMC_OK)
+		return (err);
+	return (semc_listing(c, &reply, sizeof(**out), semc_parse_client, NULL,
+	    (void **)out, count));
+}
+
+enum semc_err
+semc_kill(struct semc *c, uint64_t id)
+{
+	struct proto_reply	reply;
+
+	return (semc_call(c, SEMC_REQ_PLAIN, 0, &reply, "KILL %llu",
+	    (unsigned long long)id));
+}
+
+static const char *const semc_reasons[] = {
+	"released", "expired", "revoked", "closed", "unclaimed", "other",
+	"timeout"
+};
+
+const char *
+semc_reasonname(enum semc_watch_reason reason)
+{
+	if ((unsigned)reason >= sizeof(semc_reasons) / sizeof(semc_reasons[0]))
+		return ("unknown");
+	return (semc_reasons[reason]);
+}
+
+/* The reason word of "OK <reason>"; SEMC_WATCH_OTHER for a new one. */
+enum semc_watch_reason
+semc_watch_reason_of(const struct proto_reply *reply)
+{
+	struct proto_word	w;
+	size_t			pos = 0, i;
+
+	if (!proto_next_word(reply->rest.p, reply->rest.len, &pos, &w))
+		return (SEMC_WATCH_OTHER);
+	for (i = 0; i < SEMC_WATCH_OTHER; i++) {
+		if (strlen(semc_reasons[i]) == w.len &&
+		    memcmp(semc_reasons[i], w.p, w.len) == 0)
+			return ((enum semc_watch_reason)i);
+	}
+	return (SEMC_WATCH_OTHER);
+}
+
+enum semc_err
+semc_watch(struct semc *c, const char *sem, uint64_t token,
+    int64_t timeout_ms, enum semc_watch_reason *reason)
+{
+	struct proto_reply	 reply;
+	enum semc_err		 err;
+	enum semc_watch_reason	 r = SEMC_WATCH_TIMEOUT;
+	char			 topt[32] = "";
+
+	if ((err = semc_check_name(c, sem)) != SEMC_OK ||
+	    (err = semc_check_int(c, "timeout_ms", timeout_ms, -1)) != SEMC_OK)
+		return (err);
+	if (timeout_ms >= 0)
+		snprintf(topt, sizeof(topt), " TIMEOUT %lld",
+		    (long long)timeout_ms);
+	err = semc_call(c, SEMC_REQ_PLAIN, timeout_ms, &reply,
+	    "WATCH %s %llu%s", sem, (unsigned long long)token, topt);
+	if (err == SEMC_OK)
+		r = semc_watch_reason_of(&reply);
+	if ((err == SEMC_OK || err == SEMC_TIMEOUT) && reason != NULL)
+		*reason = r;
+	return (err);
 }
 
 enum semc_err

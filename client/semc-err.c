@@ -28,6 +28,12 @@ static const char *const semc_names[SEMC__COUNT] = {
 };
 
 const char *
+semc_version(void)
+{
+	return (SEMC_VERSION);
+}
+
+const char *
 semc_strerror(enum semc_err err)
 {
 	if ((unsigned)err >= SEMC__COUNT)

@@ -31,6 +31,7 @@ struct semc {
 	char		*addr_problem;	/* why the host list is unusable */
 	char		*unix_path;
 	char		*password;
+	char		*name;		/* sent with NAME on connect; NULL */
 	int		 connect_timeout_ms;
 	int		 io_timeout_ms;
 	int		 failover_timeout_ms;	/* -1: one pass over addrs */
@@ -94,6 +95,17 @@ enum semc_err	 semc_conn_readline(struct semc *c, int64_t deadline_ms,
 enum semc_err	 semc_call(struct semc *c, enum semc_req_kind kind,
 		    int64_t wait_ms, struct proto_reply *reply,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/*
+ * The two halves of semc_call, for a caller that polls semc_fd() in
+ * between (the keeper's WATCHes): send the request, connecting first if
+ * needed (SEMC_ERR_NOTSENT: nothing was sent, try again later), then,
+ * once the fd is readable, read its reply. No retries, no redirects: a
+ * standby's refusal is returned (and remembered for the next connect).
+ */
+enum semc_err	 semc_call_send(struct semc *c, const char *fmt, ...)
+		    __attribute__((format(printf, 2, 3)));
+enum semc_err	 semc_call_reply(struct semc *c, enum semc_req_kind kind,
+		    int64_t wait_ms, struct proto_reply *reply);
 /* ATTACH on the connection as it is (while re-attaching). */
 enum semc_err	 semc_call_attach(struct semc *c, const char *sem,
 		    uint64_t token);
@@ -116,6 +128,9 @@ enum semc_err	 semc_search_again(struct semc *c, struct semc_search *s,
 		    enum semc_err err);
 void		 semc_failover_standby(struct semc *c,
 		    const struct proto_reply *reply);
+
+/* semc-cmd.c: the reason word of WATCH's "OK <reason>". */
+enum semc_watch_reason semc_watch_reason_of(const struct proto_reply *reply);
 
 /* semc-bound.c: the permits bound to the connection. */
 enum semc_err	 semc_bound_add(struct semc *c, const char *sem,

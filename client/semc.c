@@ -70,6 +70,7 @@ semc_new(const struct semc_opts *opts)
 	c->owner_hint = -1;
 	c->unix_path = semc_strdup_or_null(opts->unix_path, &failed);
 	c->password = semc_strdup_or_null(opts->password, &failed);
+	c->name = semc_strdup_or_null(opts->name, &failed);
 	if (semc_new_addrs(c, opts) != 0)
 		failed = 1;
 	c->connect_timeout_ms = opts->connect_timeout_ms != 0 ?
@@ -98,6 +99,7 @@ semc_free(struct semc *c)
 	if (c->password != NULL)
 		explicit_bzero(c->password, strlen(c->password));
 	free(c->password);
+	free(c->name);
 	free(c->buf);
 	free(c->bound);
 	free(c->lost);
@@ -126,25 +128,33 @@ semc_deadline(const struct semc *c, int64_t wait_ms)
 	return (semc_now_ms() + c->io_timeout_ms + wait_ms);
 }
 
-/*
- * Send one line and read its reply, on the connection as it is. Every
- * failure closes the connection, so that semd drops whatever part of
- * the line it got and we never read a reply meant for another request.
- */
+/* Send one whole line on the connection as it is; closes it on failure. */
 static enum semc_err
-semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
-    const char *req, size_t len, struct proto_reply *reply)
+semc_send(struct semc *c, const char *req, size_t len)
 {
-	enum semc_err	 err;
-	const char	*line;
-	size_t		 linelen;
-	int		 errnum;
+	int	errnum;
 
 	if (semc_conn_send(c, req, len, semc_deadline(c, 0), &errnum) != 0) {
 		semc_conn_close(c);
 		return (semc_seterr(c, SEMC_ERR_NOTSENT, "%s",
 		    strerror(errnum)));
 	}
+	return (SEMC_OK);
+}
+
+/*
+ * Read the reply of the request sent last. Every failure closes the
+ * connection, so that semd drops whatever part of the line it got and
+ * we never read a reply meant for another request.
+ */
+static enum semc_err
+semc_reply(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
+    struct proto_reply *reply)
+{
+	enum semc_err	 err;
+	const char	*line;
+	size_t		 linelen;
+
 	err = semc_conn_readline(c, semc_deadline(c, wait_ms), &line,
 	    &linelen);
 	if (err != SEMC_OK) {
@@ -179,6 +189,47 @@ semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 		return (semc_seterr(c, SEMC_ERR_BADREPLY, "'%.*s'",
 		    (int)(linelen > 60 ? 60 : linelen), line));
 	}
+}
+
+/* Send one line and read its reply, on the connection as it is. */
+static enum semc_err
+semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
+    const char *req, size_t len, struct proto_reply *reply)
+{
+	enum semc_err	err;
+
+	if ((err = semc_send(c, req, len)) != SEMC_OK)
+		return (err);
+	return (semc_reply(c, kind, wait_ms, reply));
+}
+
+/*
+ * While connecting: NAME, if this handle has a label. A standby refuses
+ * it (then the caller looks for the owner); any other refusal (a semd
+ * older than 1.1) is ignored, since a label only helps operators.
+ */
+static enum semc_err
+semc_open_name(struct semc *c)
+{
+	struct proto_reply	reply;
+	char			req[SEMC_LABEL_MAX + 16];
+	enum semc_err		err;
+	int			len;
+
+	if (!proto_valid_label(c->name, strlen(c->name))) {
+		semc_conn_close(c);
+		return (semc_seterr(c, SEMC_ERR_INVAL, "invalid name '%.64s' "
+		    "(1 to %d bytes of A-Z a-z 0-9 _ . : / - @)", c->name,
+		    SEMC_LABEL_MAX));
+	}
+	len = snprintf(req, sizeof(req), "NAME %s\n", c->name);
+	err = semc_roundtrip(c, SEMC_REQ_PLAIN, 0, req, (size_t)len, &reply);
+	if (err == SEMC_OK || (err != SEMC_ERR_STANDBY && c->fd != -1))
+		return (semc_seterr(c, SEMC_OK, NULL));
+	semc_conn_close(c);
+	if (err == SEMC_ERR_STANDBY)
+		return (err);
+	return (semc_seterr_again(c, err, SEMC_ERR_CONNECT, "during NAME"));
 }
 
 /*
@@ -221,6 +272,8 @@ semc_open(struct semc *c)
 			return (err);
 		}
 	}
+	if (c->name != NULL && (err = semc_open_name(c)) != SEMC_OK)
+		return (err);
 	if (c->ever_connected && c->nbound > 0 &&
 	    (err = semc_bound_reattach(c)) != SEMC_OK) {
 		semc_conn_close(c);
@@ -269,6 +322,21 @@ semc_reconnect(struct semc *c)
 	return (semc_open_owner(c, &s));
 }
 
+static int	semc_format_req(char *, size_t, const char *, va_list)
+		    __attribute__((format(printf, 3, 0)));
+
+/* The request line, "\n" included, into req; its length, or -1. */
+static int
+semc_format_req(char *req, size_t size, const char *fmt, va_list ap)
+{
+	int	len = vsnprintf(req, size - 1, fmt, ap);
+
+	if (len < 0 || (size_t)len >= size - 1)
+		return (-1);
+	req[len++] = '\n';
+	return (len);
+}
+
 /*
  * Send the formatted request and read its reply. A connection found
  * closed before sending is opened again first; a send that fails is
@@ -289,11 +357,10 @@ semc_call(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 	int			 len, reopened = 0;
 
 	va_start(ap, fmt);
-	len = vsnprintf(req, sizeof(req) - 1, fmt, ap);
+	len = semc_format_req(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	if (len < 0 || (size_t)len >= sizeof(req) - 1)
+	if (len < 0)
 		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
-	req[len++] = '\n';
 
 	semc_search_start(c, &s);
 	if (semc_conn_broken(c)) {
@@ -316,6 +383,35 @@ semc_call(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 			return (err);
 		reopened = 1;
 	}
+}
+
+enum semc_err
+semc_call_send(struct semc *c, const char *fmt, ...)
+{
+	struct semc_search	 s;
+	char			 req[SEMC_REQ_MAX];
+	enum semc_err		 err;
+	va_list			 ap;
+	int			 len;
+
+	va_start(ap, fmt);
+	len = semc_format_req(req, sizeof(req), fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
+	if (semc_conn_broken(c)) {
+		semc_search_start(c, &s);
+		if ((err = semc_open_owner(c, &s)) != SEMC_OK)
+			return (err);
+	}
+	return (semc_send(c, req, (size_t)len));
+}
+
+enum semc_err
+semc_call_reply(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
+    struct proto_reply *reply)
+{
+	return (semc_reply(c, kind, wait_ms, reply));
 }
 
 /* For semc-bound.c: one ATTACH on the connection being opened. */

@@ -9,6 +9,10 @@
  *		errx(1, "db-pool: %s", semc_errmsg(c));
  *	use_the_pool(token);  semc_release(c, "db-pool", token);  semc_free(c);
  *
+ * Build with cc prog.c $(pkg-config --cflags --libs libsemc), or against
+ * a build tree not installed, with PKG_CONFIG_PATH=$builddir/client and
+ * the package libsemc-uninstalled.
+ *
  * Results. Every call returns an enum semc_err: SEMC_OK, SEMC_TIMEOUT (an
  * acquire not granted in time), one value per protocol ERR code, or one
  * value per way the call itself failed. semc_errmsg() gives the last
@@ -64,7 +68,15 @@
 extern "C" {
 #endif
 
+/* This header's version; semc_version() gives the library's. */
+#define SEMC_VERSION_MAJOR	0
+#define SEMC_VERSION_MINOR	1
+#define SEMC_VERSION_PATCH	0
+#define SEMC_VERSION		"0.1.0"
+
 #define SEMC_NAME_MAX		200	/* bytes in a semaphore name */
+#define SEMC_LABEL_MAX		64	/* bytes in a connection's NAME label */
+#define SEMC_ADDR_MAX		63	/* bytes in a peer address semd shows */
 #define SEMC_DEFAULT_PORT	7313
 #define SEMC_FOREVER		(-1)	/* timeout_ms: wait for ever */
 #define SEMC_BOUND		(-1)	/* lease_ms: bound to the connection */
@@ -133,6 +145,9 @@ struct semc_opts {
 					   address has no port */
 	int		 failover_timeout_ms;	/* 0: 15000; -1: one pass over
 					   the addresses, no pauses */
+	const char	*name;		/* NULL: none; a label (1 to 64 bytes
+					   of A-Z a-z 0-9 _ . : / - @) sent
+					   with NAME on every connect */
 };
 
 struct semc;
@@ -153,18 +168,50 @@ struct semc_info {		/* INFO, and each line of LIST */
 	uint64_t	waiters;
 };
 
+/*
+ * name and addr (semd 1.1) are those of the holder's or waiter's
+ * connection ("ip:port", "[ip6]:port", "unix"); for a lease, those of
+ * the connection that acquired it; "" when semd shows "-" (no label, or
+ * unknown) or is older.
+ */
 struct semc_holder {		/* each line of HOLDERS */
 	uint64_t	token;
 	uint32_t	n;
 	int		lease;		/* 1: a lease, 0: bound */
 	uint64_t	owner;		/* connection id; 0: none */
 	int64_t		ttl_ms;		/* lease time left; -1 for bound */
+	char		name[SEMC_LABEL_MAX + 1];
+	char		addr[SEMC_ADDR_MAX + 1];
 };
 
 struct semc_waiter {		/* each line of WAITERS, in queue order */
 	uint32_t	n;
 	uint64_t	waited_ms;
 	uint64_t	owner;
+	char		name[SEMC_LABEL_MAX + 1];
+	char		addr[SEMC_ADDR_MAX + 1];
+};
+
+struct semc_client {		/* each line of CLIENTS (semd 1.1) */
+	uint64_t	id;		/* as owner= of HOLDERS, for KILL */
+	char		addr[SEMC_ADDR_MAX + 1];
+	char		name[SEMC_LABEL_MAX + 1];	/* "" when none */
+	uint64_t	age_ms;		/* since it connected */
+	uint64_t	idle_ms;	/* since its last request */
+	uint64_t	grants;		/* permits bound to it */
+	int		waiting;	/* an ACQUIRE or WATCH of it waits */
+	char		cmd[16];	/* its last verb, lower case; "-" */
+};
+
+/* How a watched grant ended (semc_watch). */
+enum semc_watch_reason {
+	SEMC_WATCH_RELEASED,	/* RELEASE, by anyone */
+	SEMC_WATCH_EXPIRED,	/* its lease ran out */
+	SEMC_WATCH_REVOKED,	/* REVOKE */
+	SEMC_WATCH_CLOSED,	/* its connection closed or was killed */
+	SEMC_WATCH_UNCLAIMED,	/* unowned after a restart, not ATTACHed */
+	SEMC_WATCH_OTHER,	/* a reason this library does not know */
+	SEMC_WATCH_TIMEOUT	/* still held when the wait ran out */
 };
 
 struct semc_check {		/* CHECK of a held grant */
@@ -182,6 +229,8 @@ struct semc_stat {		/* each line of STATS: strings, as sent */
 typedef void	semc_lost_fn(void *arg, const struct semc_permit *permit,
 		    enum semc_err why);
 
+/* SEMC_VERSION of the library at run time (static). */
+const char	*semc_version(void);
 /* The message of an outcome (static); "unknown error" when out of range. */
 const char	*semc_strerror(enum semc_err err);
 /* "OK", "ERR_NOSEM", "TIMEOUT", ...: the outcome's name (static). */
@@ -262,20 +311,48 @@ enum semc_err	 semc_list(struct semc *c, struct semc_info **out,
 		    size_t *count);
 enum semc_err	 semc_stats(struct semc *c, struct semc_stat **out,
 		    size_t *count);
+/*
+ * NAME: label this handle's connection (1 to SEMC_LABEL_MAX bytes of
+ * A-Z a-z 0-9 _ . : / - @, e.g. "billing@web3:4121"), now and again on
+ * every later connect, as opts.name does; HOLDERS, WAITERS and CLIENTS
+ * show it. The label is kept whatever semd answers now.
+ */
+enum semc_err	 semc_name(struct semc *c, const char *label);
+/* CLIENTS: every open connection, as semc_holders (free(*out)). */
+enum semc_err	 semc_clients(struct semc *c, struct semc_client **out,
+		    size_t *count);
+/* KILL a connection by id, as if its client had gone; SEMC_ERR_NOCONN. */
+enum semc_err	 semc_kill(struct semc *c, uint64_t id);
+/*
+ * WATCH a grant until it ends, waiting timeout_ms (SEMC_FOREVER: no
+ * limit; 0: ask once). SEMC_OK: it ended, *reason (may be NULL) says
+ * why; SEMC_TIMEOUT: still held (*reason = SEMC_WATCH_TIMEOUT);
+ * SEMC_ERR_NOTHELD at once if it is not held. The connection is blocked
+ * meanwhile, as by a waiting acquire: use a handle of its own.
+ */
+enum semc_err	 semc_watch(struct semc *c, const char *sem, uint64_t token,
+		    int64_t timeout_ms, enum semc_watch_reason *reason);
+/* "released", "expired", ..., "timeout" (static). */
+const char	*semc_reasonname(enum semc_watch_reason reason);
 /* QUIT, then close (bound permits are released by semd, and forgotten). */
 enum semc_err	 semc_quit(struct semc *c);
 
 /*
  * The lease keeper: a thread with its own connection (opts as for
  * semc_new) that REFRESHes each lease it watches about every third of
- * its length, measured from when the last REFRESH was sent. The first
- * refresh that fails, for any reason, marks the lease lost at once: fn
- * is called on the keeper's thread, semc_keeper_fd() becomes readable,
- * and semc_keeper_lost() answers 1. The keeper never guesses that a lease
- * it could not refresh is still held: the holder must stop trusting it
- * (and the resource should check the fencing token). Give the keeper an
- * io_timeout_ms well under a third of its shortest lease, so a refresh
- * that hangs is noticed before the lease runs out.
+ * its length, measured from when the last REFRESH was sent, and, on one
+ * more connection per lease, WATCHes it (semd 1.1). The first refresh
+ * that fails, for any reason, and a WATCH that answers that the grant
+ * ended (revoked, expired, released by someone else), mark the lease
+ * lost at once: fn is called on the keeper's thread, semc_keeper_fd()
+ * becomes readable, and semc_keeper_lost() answers 1. Through WATCH a
+ * revoked lease is known within a round trip, not at the next refresh.
+ * The keeper never guesses that a lease it could not refresh is still
+ * held: the holder must stop trusting it (and the resource should check
+ * the fencing token). Give the keeper an io_timeout_ms well under a
+ * third of its shortest lease, so a refresh that hangs is noticed before
+ * the lease runs out. Remove a lease from the keeper before releasing
+ * it, or the WATCH reports the release as a loss.
  */
 struct semc_keeper;
 typedef void	semc_keeper_fn(void *arg, const char *sem, uint64_t token,

@@ -35,8 +35,7 @@ cmd_conn_label(struct server *srv, uint64_t id, char *buf, size_t len)
 	struct conn	*c;
 
 	/* Closing ones too: their permits go when they are torn down. */
-	HASH_FIND(hh, srv->conns, &id, sizeof(id), c);
-	if (c == NULL)
+	if ((c = conn_find(srv, id)) == NULL)
 		snprintf(buf, len, "name=- addr=-");
 	else
 		snprintf(buf, len, "name=%s addr=%s",
@@ -71,6 +70,33 @@ cmd_client_verb(int verb, char *buf, size_t len)
 	}
 }
 
+static void
+cmd_clients_count(struct conn *c, void *arg)
+{
+	(void)c;
+	(*(unsigned *)arg)++;
+}
+
+/* One CLIENTS line about c, sent to the connection arg. */
+static void
+cmd_clients_line(struct conn *c, void *arg)
+{
+	struct conn	*to = arg;
+	uint64_t	 now = timers_now_ms();
+	int		 waiting;
+	char		 verb[16];
+
+	waiting = c->watch != NULL ||
+	    (c->owner != NULL && c->owner->waiters != NULL);
+	cmd_client_verb(c->last_verb, verb, sizeof(verb));
+	conn_reply(to, "id=%llu addr=%s name=%s age_ms=%llu idle_ms=%llu "
+	    "grants=%u waiting=%d cmd=%s", (unsigned long long)c->id, c->peer,
+	    c->name[0] != '\0' ? c->name : "-",
+	    (unsigned long long)(now - c->created_ms),
+	    (unsigned long long)(now - c->last_ms), cmd_client_grants(c),
+	    waiting, verb);
+}
+
 /*
  * CLIENTS: "OK <k>", then one line per open connection, by id (the order
  * they connected in).
@@ -79,31 +105,11 @@ enum cmd_result
 cmd_clients(struct cmd_ctx *ctx)
 {
 	struct server	*srv = ctx->conn->srv;
-	struct conn	*c;
-	uint64_t	 now = timers_now_ms();
 	unsigned	 k = 0;
-	int		 waiting;
-	char		 verb[16];
 
-	for (c = srv->conns; c != NULL; c = c->hh.next) {
-		if (c->state != CONN_DEAD)
-			k++;
-	}
+	conn_foreach(srv, cmd_clients_count, &k);
 	conn_reply(ctx->conn, "OK %u", k);
-	for (c = srv->conns; c != NULL; c = c->hh.next) {
-		if (c->state == CONN_DEAD)
-			continue;
-		waiting = c->watch != NULL ||
-		    (c->owner != NULL && c->owner->waiters != NULL);
-		cmd_client_verb(c->last_verb, verb, sizeof(verb));
-		conn_reply(ctx->conn, "id=%llu addr=%s name=%s age_ms=%llu "
-		    "idle_ms=%llu grants=%u waiting=%d cmd=%s",
-		    (unsigned long long)c->id, c->peer,
-		    c->name[0] != '\0' ? c->name : "-",
-		    (unsigned long long)(now - c->created_ms),
-		    (unsigned long long)(now - c->last_ms),
-		    cmd_client_grants(c), waiting, verb);
-	}
+	conn_foreach(srv, cmd_clients_line, ctx->conn);
 	return (CMD_DONE);
 }
 
@@ -114,7 +120,7 @@ cmd_kill(struct cmd_ctx *ctx)
 	struct conn	*c = ctx->conn;
 	struct conn	*victim = conn_find(c->srv, ctx->req->conn_id);
 
-	if (victim == NULL) {
+	if (victim == NULL || victim->state == CONN_DEAD) {
 		conn_reply_err(c, PERR_NOCONN, "no open connection %llu",
 		    (unsigned long long)ctx->req->conn_id);
 		return (CMD_DONE);

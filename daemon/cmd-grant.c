@@ -30,16 +30,22 @@ cmd_label_lease(struct conn *c, struct grant *g)
 		    c->peer);
 }
 
+/* The one place a grant's answer is formatted. */
+static void
+cmd_reply_granted(struct conn *c, uint64_t token)
+{
+	conn_reply(c, "OK %llu", (unsigned long long)token);
+}
+
 /* A grant for c: answer it now, or once it is written (sync mode). */
 static enum cmd_result
 cmd_granted(struct conn *c, uint64_t token)
 {
 	if (persist_defers_replies(c->srv->persist)) {
 		persist_await(c->srv->persist, c->id, AWAIT_GRANT, token, 0);
-		c->awaiting_store = 1;
-		return (CMD_BLOCKED);
+		return (CMD_WAIT_STORE);
 	}
-	conn_reply(c, "OK %llu", (unsigned long long)token);
+	cmd_reply_granted(c, token);
 	return (CMD_DONE);
 }
 
@@ -74,22 +80,27 @@ cmd_acquire(struct cmd_ctx *ctx)
 	case ACQUIRE_QUEUED:
 		break;
 	}
-	return (CMD_BLOCKED);
+	return (CMD_WAIT_ENGINE);
+}
+
+/* "OK", or the engine's error for the request. */
+static enum cmd_result
+cmd_reply_result(struct cmd_ctx *ctx, enum proto_err err)
+{
+	if (err != PERR_NONE)
+		cmd_reply_engine_err(ctx, err);
+	else
+		conn_reply(ctx->conn, "OK");
+	return (CMD_DONE);
 }
 
 enum cmd_result
 cmd_release(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
-	enum proto_err	 err;
 
-	err = engine_release(c->srv->engine, ctx->sem, ctx->req->token,
-	    c->owner);
-	if (err != PERR_NONE)
-		cmd_reply_engine_err(ctx, err);
-	else
-		conn_reply(c, "OK");
-	return (CMD_DONE);
+	return (cmd_reply_result(ctx, engine_release(c->srv->engine, ctx->sem,
+	    ctx->req->token, c->owner)));
 }
 
 enum cmd_result
@@ -114,8 +125,7 @@ cmd_refresh(struct cmd_ctx *ctx)
 	if (persist_defers_replies(p)) {
 		persist_await(p, c->id, AWAIT_REFRESH, ctx->req->token,
 		    ctx->req->ms);
-		c->awaiting_store = 1;
-		return (CMD_BLOCKED);
+		return (CMD_WAIT_STORE);
 	}
 	conn_reply(c, "OK %u", ctx->req->ms);
 	return (CMD_DONE);
@@ -125,15 +135,9 @@ enum cmd_result
 cmd_attach(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
-	enum proto_err	 err;
 
-	err = engine_attach(c->srv->engine, ctx->sem, ctx->req->token,
-	    c->owner);
-	if (err != PERR_NONE)
-		cmd_reply_engine_err(ctx, err);
-	else
-		conn_reply(c, "OK");
-	return (CMD_DONE);
+	return (cmd_reply_result(ctx, engine_attach(c->srv->engine, ctx->sem,
+	    ctx->req->token, c->owner)));
 }
 
 enum cmd_result
@@ -160,15 +164,8 @@ cmd_check(struct cmd_ctx *ctx)
 enum cmd_result
 cmd_revoke(struct cmd_ctx *ctx)
 {
-	struct conn	*c = ctx->conn;
-	enum proto_err	 err;
-
-	err = engine_revoke(c->srv->engine, ctx->sem, ctx->req->token);
-	if (err != PERR_NONE)
-		cmd_reply_engine_err(ctx, err);
-	else
-		conn_reply(c, "OK");
-	return (CMD_DONE);
+	return (cmd_reply_result(ctx, engine_revoke(ctx->conn->srv->engine,
+	    ctx->sem, ctx->req->token)));
 }
 
 /*
@@ -188,6 +185,8 @@ cmd_engine_event(void *ctx, const struct engine_event *ev)
 		cmd_label_lease(c, ev->grant);
 		if (cmd_granted(c, ev->grant->token) == CMD_DONE)
 			conn_unblock(c);
+		else
+			conn_wait_store(c);
 		break;
 	case ENGINE_EV_WAIT_TIMEOUT:
 		conn_reply(c, "TIMEOUT");
@@ -209,19 +208,16 @@ void
 cmd_persisted(void *ctx, uint64_t conn_id, enum persist_await_kind kind,
     uint64_t token, uint32_t ms, int ok)
 {
-	struct server	*srv = ctx;
 	struct conn	*c;
 
-	HASH_FIND(hh, srv->conns, &conn_id, sizeof(conn_id), c);
-	if (c == NULL)
+	if ((c = conn_find(ctx, conn_id)) == NULL)
 		return;
-	c->awaiting_store = 0;
 	if (!ok)
 		conn_reply_err(c, PERR_UNAVAILABLE, kind == AWAIT_GRANT ?
 		    UNAVAILABLE_TEXT : "redis failed to store the refresh; "
 		    "do not trust the lease beyond its previous end");
 	else if (kind == AWAIT_GRANT)
-		conn_reply(c, "OK %llu", (unsigned long long)token);
+		cmd_reply_granted(c, token);
 	else
 		conn_reply(c, "OK %u", ms);
 	conn_unblock(c);

@@ -109,7 +109,7 @@ cmd_watch(struct cmd_ctx *ctx)
 		    NULL || evtimer_add(w->timer, &tv) != 0)
 			fatalx("cannot arm a WATCH timeout");
 	}
-	return (CMD_BLOCKED);
+	return (CMD_WATCHING);
 }
 
 /* The word WATCH answers for a release reason. */

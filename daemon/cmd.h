@@ -18,10 +18,12 @@
 struct conn;
 struct server;
 
+/* What a request left its connection waiting for (conn.c's states). */
 enum cmd_result {
-	CMD_DONE,	/* the reply is written */
-	CMD_BLOCKED	/* answered later (engine, store, watch); stop taking
-			   lines */
+	CMD_DONE,		/* the reply is written */
+	CMD_WAIT_ENGINE,	/* queued in the engine: GRANTED or TIMEOUT */
+	CMD_WAIT_STORE,		/* answered once persistence has written it */
+	CMD_WATCHING		/* a WATCH: answered when its grant ends */
 };
 
 struct cmd_ctx {

@@ -10,8 +10,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONFIG_MAX_BIND		16
+#define CONFIG_PIPELINE_MAX	64	/* persistence-pipeline's range */
 
 /* persistence: what a grant's reply waits for. */
 enum persist_mode {
@@ -39,9 +41,16 @@ struct config {
 	int64_t			 max_output;
 	int64_t			 max_semaphores;
 	int64_t			 tcp_keepalive_ms;
+	int64_t			 timeout_ms;	/* idle; 0: off */
+	int64_t			 line_timeout_ms; /* to finish a line */
+	int64_t			 auth_timeout_ms; /* to AUTH, with requirepass */
 	int64_t			 loglevel;
 	char			*logfile;
+	int64_t			 syslog;
+	char			*syslog_ident;
+	char			*syslog_facility;
 	char			*pidfile;
+	int64_t			 daemonize;
 	struct config_sem	*sems;
 	size_t			 nsems;
 
@@ -53,6 +62,7 @@ struct config {
 	int64_t			 redis_timeout_ms;
 	int64_t			 reclaim_grace_ms;
 	int64_t			 persistence_backlog;
+	int64_t			 persistence_pipeline; /* batches in flight */
 	int64_t			 owner_lease_ms;
 	int64_t			 standby;	/* wait while another owns */
 	char			*advertise;	/* NULL: first bind and port */
@@ -61,14 +71,38 @@ struct config {
 /* "none", "sync" or "async". */
 const char	*config_persist_mode_name(enum persist_mode mode);
 
+/* What the command line asks for, besides the configuration. */
+enum config_action {
+	CONFIG_RUN,	/* start the daemon */
+	CONFIG_TEST,	/* -t: check and exit */
+	CONFIG_DUMP,	/* -T: check, print the configuration, exit */
+	CONFIG_EXIT	/* --help or --version, already printed */
+};
+
 /*
  * Fill *cfg from defaults, then the file given with -c (if any), then the
  * "--directive value..." words of argv. On a bad file or argument, write
- * one message to errbuf and return -1. *check_only is set by -t, *exit_now
- * by --help/--version (already printed).
+ * one message to errbuf and return -1. Relative paths (logfile, pidfile,
+ * unixsocket) are made absolute.
  */
 int	config_load(struct config *cfg, int argc, char **argv,
-	    int *check_only, int *exit_now, char *errbuf, size_t errlen);
+	    enum config_action *action, char *errbuf, size_t errlen);
+/*
+ * What a start needs of the file system, short of taking the port: the
+ * logfile, pidfile and unixsocket can be created. -1 and a message.
+ */
+int	config_check(const struct config *cfg, char *errbuf, size_t errlen);
+/* Print every directive's effective value, as a loadable file (-T). */
+void	config_dump(const struct config *cfg, FILE *fp);
+/*
+ * SIGHUP: move every reloadable directive whose value differs from next
+ * into cur, and call note(arg, name, applied) for each directive that
+ * differs (applied 0: it needs a restart, cur keeps its value). The
+ * semaphore lists are swapped: cur gets the new one. next keeps what cur
+ * gave up, for the caller to compare and then config_free.
+ */
+void	config_reload(struct config *cur, struct config *next,
+	    void (*note)(void *arg, const char *name, int applied), void *arg);
 /* Free everything config_load allocated. */
 void	config_free(struct config *cfg);
 

@@ -6,13 +6,32 @@
  * a client that never sends a newline costs us max-line bytes, not its
  * whole stream: it gets ERR TOOLONG and is closed.
  *
- * Order: lines are taken one at a time; a blocked ACQUIRE moves the
- * connection to CONN_BLOCKED and the rest of its input waits in the
- * buffer (bounded by CONN_BACKLOG_MAX) until the engine answers.
+ * Order: lines are taken one at a time; a request that must wait moves
+ * the connection to WAIT_ENGINE, WAIT_STORE or WATCHING and the rest of
+ * its input waits in the buffer (bounded by CONN_BACKLOG_MAX) until the
+ * answer comes.
+ *
+ *   READY ---> WAIT_ENGINE ---> WAIT_STORE ---> READY
+ *     |  \          |  \___________________/^  ^
+ *     |   +-------> WATCHING ------------------+ |
+ *     |   +----------------------> WAIT_STORE --+
+ *     +--> CLOSING --> DEAD   (and any state --> DEAD)
+ *
+ * Output: replies go to the output buffer, so writes coalesce per turn.
+ * While more than max-output bytes of them are unread, no more requests
+ * are taken (a reply larger than max-output, a long listing, still goes
+ * out whole to a client that reads it); a connection whose unread output
+ * stays over max-output without draining for a whole sweep is closed:
+ * its client does not read.
+ *
+ * Time limits are checked once a second by one sweep over every
+ * connection, not by a timer each: idle (timeout, 0 = off), a line that
+ * takes too long to complete (line-timeout), and a connection that does
+ * not authenticate in time (auth-timeout, with requirepass).
  *
  * Lifetime: nothing frees a connection from inside its own callbacks or
- * from inside an engine event. conn_close_now() marks it CONN_DEAD and
- * the teardown runs from resume_ev on the next loop turn.
+ * from inside an engine event. conn_close_now() marks it DEAD and the
+ * teardown runs from resume_ev on the next loop turn.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -39,8 +58,72 @@
 
 /* How long a closing connection may take to read its last replies. */
 #define CONN_FLUSH_TIMEOUT_S	10
+#define CONN_SWEEP_MS		1000
 
 static void	conn_take_lines(struct conn *c);
+
+static const char *const conn_state_names[CONN__COUNT] = {
+#define X(name, text) text,
+	CONN_STATES(X)
+#undef X
+};
+
+/* The transitions there are, [from][to]; DEAD is reachable from all. */
+static const unsigned char conn_transitions[CONN__COUNT][CONN__COUNT] = {
+	[CONN_READY] = {
+		[CONN_WAIT_ENGINE] = 1, [CONN_WAIT_STORE] = 1,
+		[CONN_WATCHING] = 1, [CONN_CLOSING] = 1, [CONN_DEAD] = 1 },
+	[CONN_WAIT_ENGINE] = {
+		[CONN_WAIT_STORE] = 1, [CONN_READY] = 1, [CONN_DEAD] = 1 },
+	[CONN_WAIT_STORE] = { [CONN_READY] = 1, [CONN_DEAD] = 1 },
+	[CONN_WATCHING] = { [CONN_READY] = 1, [CONN_DEAD] = 1 },
+	[CONN_CLOSING] = { [CONN_DEAD] = 1 },
+	[CONN_DEAD] = { 0 },
+};
+
+const char *
+conn_state_name(enum conn_state state)
+{
+	return ((unsigned)state < CONN__COUNT ? conn_state_names[state] :
+	    "?");
+}
+
+void
+conn_set_state(struct conn *c, enum conn_state state)
+{
+	if (c->state == state)
+		return;
+	if (!conn_transitions[c->state][state])
+		fatalx("connection %llu: no transition from %s to %s",
+		    (unsigned long long)c->id, conn_state_name(c->state),
+		    conn_state_name(state));
+	log_debug("connection %llu: %s -> %s", (unsigned long long)c->id,
+	    conn_state_name(c->state), conn_state_name(state));
+	c->state = state;
+}
+
+/* The state a request left c waiting in. */
+static void
+conn_block(struct conn *c, enum cmd_result why)
+{
+	static const enum conn_state states[] = {
+		[CMD_WAIT_ENGINE] = CONN_WAIT_ENGINE,
+		[CMD_WAIT_STORE] = CONN_WAIT_STORE,
+		[CMD_WATCHING] = CONN_WATCHING,
+	};
+
+	/* A reply may have closed it (max-output, KILL of itself). */
+	if (why != CMD_DONE && c->state == CONN_READY)
+		conn_set_state(c, states[why]);
+}
+
+/* 1 when more than max-output bytes of replies are unread. */
+static int
+conn_output_full(struct conn *c)
+{
+	return (evbuffer_get_length(bufferevent_get_output(c->bev)) >
+	    (size_t)c->srv->cfg->max_output);
+}
 
 /* 1 for loopback and Unix-socket peers, which protected mode admits. */
 static int
@@ -208,11 +291,13 @@ conn_handle_line(struct conn *c, size_t len)
 		break;
 	}
 	c->last_verb = (int)req.verb;
-	if (cmd_dispatch(c, &req) == CMD_BLOCKED && c->state == CONN_READY)
-		c->state = CONN_BLOCKED;
+	conn_block(c, cmd_dispatch(c, &req));
 }
 
-/* Take up to CONN_LINES_PER_TURN lines while the connection is ready. */
+/*
+ * Take up to CONN_LINES_PER_TURN lines while the connection is ready and
+ * its client reads its replies.
+ */
 static void
 conn_take_lines(struct conn *c)
 {
@@ -220,6 +305,8 @@ conn_take_lines(struct conn *c)
 	int	i, rc = 0;
 
 	for (i = 0; i < CONN_LINES_PER_TURN && c->state == CONN_READY; i++) {
+		if (conn_output_full(c))
+			return;		/* conn_write_cb comes back */
 		if ((rc = conn_next_line(c, &len)) == 0)
 			break;
 		if (rc < 0) {
@@ -229,6 +316,7 @@ conn_take_lines(struct conn *c)
 			conn_close_after_flush(c);
 			return;
 		}
+		c->partial_ms = 0;
 		conn_handle_line(c, len);
 	}
 	if (c->state != CONN_READY)
@@ -239,7 +327,9 @@ conn_take_lines(struct conn *c)
 	} else if (c->peer_eof) {
 		/* The peer sent its last request and has been answered. */
 		conn_close_after_flush(c);
-	}
+	} else if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0 &&
+	    c->partial_ms == 0)
+		c->partial_ms = timers_now_ms();	/* line-timeout runs */
 }
 
 static void
@@ -247,11 +337,11 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
 
-	if (c->state == CONN_BLOCKED &&
+	if (c->state != CONN_READY &&
 	    evbuffer_get_length(bufferevent_get_input(bev)) >
 	    CONN_BACKLOG_MAX) {
 		log_warnx("connection %llu from %s: over %d bytes pipelined "
-		    "behind a blocked ACQUIRE or WATCH; closing it",
+		    "behind a request that waits; closing it",
 		    (unsigned long long)c->id, c->peer, CONN_BACKLOG_MAX);
 		conn_close_now(c);
 		return;
@@ -263,10 +353,18 @@ static void
 conn_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
+	size_t		 left = evbuffer_get_length(bufferevent_get_output(bev));
 
-	if (c->state == CONN_CLOSING &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+	if (c->state == CONN_CLOSING && left == 0) {
 		conn_close_now(c);
+		return;
+	}
+	if (c->out_over_ms != 0 && !conn_output_full(c)) {
+		/* The client read its replies: take its requests again. */
+		c->out_over_ms = 0;
+		if (c->state == CONN_READY)
+			event_active(c->resume_ev, 0, 0);
+	}
 }
 
 static void
@@ -276,8 +374,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	(void)bev;
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
-	    (c->state == CONN_READY ||
-	    (c->state == CONN_BLOCKED && c->awaiting_store))) {
+	    (c->state == CONN_READY || c->state == CONN_WAIT_STORE)) {
 		/*
 		 * The peer finished sending (perhaps only half-closed, as
 		 * "nc -q1" does): answer what it sent, then close. A grant
@@ -288,7 +385,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 			conn_take_lines(c);
 		return;
 	}
-	/* Errors, timeouts, and EOF while blocked: the waiter goes too. */
+	/* Errors, timeouts, and EOF while waiting: the waiter goes too. */
 	conn_close_now(c);
 }
 
@@ -310,9 +407,9 @@ struct conn *
 conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
     int socklen)
 {
-	struct config	*cfg = srv->cfg;
-	struct conn	*c;
-	char		 peer[64];
+	struct config		*cfg = srv->cfg;
+	struct bufferevent	*bev;
+	char			 peer[64];
 
 	(void)socklen;
 	conn_format_peer(sa, peer, sizeof(peer));
@@ -333,6 +430,16 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 	}
 	if (sa->sa_family != AF_UNIX)
 		conn_set_keepalive(fd, cfg->tcp_keepalive_ms);
+	bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL)
+		fatalx("cannot set up a connection");
+	return (conn_new(srv, bev, peer));
+}
+
+struct conn *
+conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
+{
+	struct conn	*c;
 
 	c = xcalloc(1, sizeof(*c));
 	c->srv = srv;
@@ -341,11 +448,11 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 	c->created_ms = c->last_ms = timers_now_ms();
 	c->last_verb = -1;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	c->line = xcalloc(1, (size_t)cfg->max_line + 2);
+	c->line = xcalloc(1, (size_t)srv->cfg->max_line + 2);
 	c->owner = engine_owner_new(srv->engine, c->id);
-	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->bev = bev;
 	c->resume_ev = event_new(srv->base, -1, 0, conn_resume_cb, c);
-	if (c->bev == NULL || c->resume_ev == NULL)
+	if (c->resume_ev == NULL)
 		fatalx("cannot set up a connection");
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);
@@ -382,7 +489,7 @@ conn_find(struct server *srv, uint64_t id)
 	struct conn	*c;
 
 	HASH_FIND(hh, srv->conns, &id, sizeof(id), c);
-	return (c != NULL && c->state != CONN_DEAD ? c : NULL);
+	return (c);
 }
 
 void
@@ -414,12 +521,10 @@ conn_vreply(struct conn *c, const char *fmt, va_list ap)
 	out = bufferevent_get_output(c->bev);
 	evbuffer_add_vprintf(out, fmt, ap);
 	evbuffer_add(out, "\r\n", 2);
-	if (evbuffer_get_length(out) > (size_t)c->srv->cfg->max_output) {
-		log_warnx("connection %llu from %s: unread replies exceed "
-		    "max-output (%lld bytes); closing it",
-		    (unsigned long long)c->id, c->peer,
-		    (long long)c->srv->cfg->max_output);
-		conn_close_now(c);
+	/* Over max-output: no more requests until it drains (see top). */
+	if (c->out_over_ms == 0 && conn_output_full(c)) {
+		c->out_over_ms = timers_now_ms();
+		c->out_seen = evbuffer_get_length(out);
 	}
 }
 
@@ -453,7 +558,11 @@ conn_close_after_flush(struct conn *c)
 
 	if (c->state == CONN_DEAD || c->state == CONN_CLOSING)
 		return;
-	c->state = CONN_CLOSING;
+	if (c->state != CONN_READY) {
+		conn_close_now(c);	/* a waiter has nothing to flush */
+		return;
+	}
+	conn_set_state(c, CONN_CLOSING);
 	bufferevent_disable(c->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
 		conn_close_now(c);
@@ -466,16 +575,130 @@ conn_close_now(struct conn *c)
 {
 	if (c->state == CONN_DEAD)
 		return;
-	c->state = CONN_DEAD;
+	conn_set_state(c, CONN_DEAD);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	event_active(c->resume_ev, 0, 0);
 }
 
 void
+conn_wait_store(struct conn *c)
+{
+	if (c->state == CONN_WAIT_ENGINE)
+		conn_set_state(c, CONN_WAIT_STORE);
+}
+
+void
 conn_unblock(struct conn *c)
 {
-	if (c->state != CONN_BLOCKED)
+	if (c->state != CONN_WAIT_ENGINE && c->state != CONN_WAIT_STORE &&
+	    c->state != CONN_WATCHING)
 		return;
-	c->state = CONN_READY;
+	conn_set_state(c, CONN_READY);
 	event_active(c->resume_ev, 0, 0);
+}
+
+void
+conn_foreach(struct server *srv, void (*fn)(struct conn *, void *),
+    void *arg)
+{
+	struct conn	*c, *tmp;
+
+	HASH_ITER(hh, srv->conns, c, tmp) {
+		if (c->state != CONN_DEAD)
+			fn(c, arg);
+	}
+}
+
+void
+conn_free_all(struct server *srv)
+{
+	struct conn	*c, *tmp;
+
+	HASH_ITER(hh, srv->conns, c, tmp)
+		conn_free(c);
+}
+
+/* --- the sweep: time limits and clients that do not read --- */
+
+/* Why c must go now, or NULL; *warn when that is the client's fault. */
+static const char *
+conn_overdue(struct conn *c, uint64_t now, int *warn)
+{
+	struct config	*cfg = c->srv->cfg;
+	size_t		 out;
+
+	if (c->state == CONN_DEAD || c->state == CONN_CLOSING)
+		return (NULL);
+	if (c->out_over_ms != 0) {
+		/* Over max-output: closed if nothing drained since then. */
+		out = evbuffer_get_length(bufferevent_get_output(c->bev));
+		if (out >= c->out_seen &&
+		    now - c->out_over_ms >= CONN_SWEEP_MS) {
+			*warn = 1;
+			return ("its unread replies exceed max-output and it "
+			    "does not read them");
+		}
+		if (out < c->out_seen) {
+			c->out_seen = out;
+			c->out_over_ms = now;
+		}
+	}
+	if (cfg->line_timeout_ms > 0 && c->partial_ms != 0 &&
+	    c->state == CONN_READY &&
+	    now - c->partial_ms >= (uint64_t)cfg->line_timeout_ms)
+		return ("a request line took longer than line-timeout");
+	if (cfg->auth_timeout_ms > 0 && cfg->requirepass != NULL &&
+	    !c->authed &&
+	    now - c->created_ms >= (uint64_t)cfg->auth_timeout_ms)
+		return ("it did not authenticate within auth-timeout");
+	/* Idle: not waiting, holding no bound permit, no request for long. */
+	if (cfg->timeout_ms > 0 && c->state == CONN_READY &&
+	    (c->owner == NULL || c->owner->grants == NULL) &&
+	    now - c->last_ms >= (uint64_t)cfg->timeout_ms)
+		return ("it was idle for longer than timeout");
+	return (NULL);
+}
+
+static void
+conn_sweep_one(struct conn *c, void *arg)
+{
+	int		 warn = 0;
+	const char	*why = conn_overdue(c, *(uint64_t *)arg, &warn);
+
+	if (why == NULL)
+		return;
+	(warn ? log_warnx : log_info)("closing connection %llu from %s: %s",
+	    (unsigned long long)c->id, c->peer, why);
+	conn_close_now(c);
+}
+
+static void
+conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server	*srv = arg;
+	uint64_t	 now = timers_now_ms();
+
+	(void)fd;
+	(void)what;
+	conn_foreach(srv, conn_sweep_one, &now);
+}
+
+void
+conn_sweep_start(struct server *srv)
+{
+	struct timeval	tv = { CONN_SWEEP_MS / 1000,
+			    (CONN_SWEEP_MS % 1000) * 1000 };
+
+	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, conn_sweep_cb,
+	    srv);
+	if (srv->sweep_ev == NULL || event_add(srv->sweep_ev, &tv) != 0)
+		fatalx("cannot set up the connection sweep");
+}
+
+void
+conn_sweep_stop(struct server *srv)
+{
+	if (srv->sweep_ev != NULL)
+		event_free(srv->sweep_ev);
+	srv->sweep_ev = NULL;
 }

@@ -1,10 +1,17 @@
 /*
- * conn.h: one client connection: framing, in-order replies, closing.
+ * conn.h: one client connection: framing, in-order replies, limits,
+ * closing.
  *
  * Lines are taken from the input buffer one at a time and handed to the
- * command dispatcher. A blocked ACQUIRE stops the taking; its pipelined
- * successors stay in the buffer until the engine answers it, which gives
- * the protocol's strict reply order for free.
+ * command dispatcher. A request that cannot be answered yet (a queued
+ * ACQUIRE, a grant being written, a WATCH) moves the connection out of
+ * READY; its pipelined successors stay in the buffer until it is
+ * answered, which gives the protocol's strict reply order for free.
+ *
+ * The state is conn.c's alone: other files say what they wait for
+ * (enum cmd_result, conn_wait_store, conn_unblock) and conn.c changes
+ * the state through conn_set_state(), which refuses any transition that
+ * is not in its table and logs each one at debug.
  */
 #ifndef SEMD_CONN_H
 #define SEMD_CONN_H
@@ -14,6 +21,7 @@
 #include <event2/bufferevent.h>
 #include <uthash.h>
 
+#include "cmd.h"
 #include "proto.h"
 
 struct server;
@@ -24,11 +32,21 @@ struct watch;
 /* Lines taken per turn, so one busy client cannot starve the others. */
 #define CONN_LINES_PER_TURN	64
 
+/* The states of a connection, X(name, text). */
+#define CONN_STATES(X)							\
+	X(READY,	"ready")	/* taking lines */		\
+	X(WAIT_ENGINE,	"wait-engine")	/* an ACQUIRE is queued */	\
+	X(WAIT_STORE,	"wait-store")	/* a grant or REFRESH is being	\
+					   written (persistence sync) */ \
+	X(WATCHING,	"watching")	/* a WATCH waits for its grant */ \
+	X(CLOSING,	"closing")	/* flushing its last replies */	\
+	X(DEAD,		"dead")		/* torn down at the next turn */
+
 enum conn_state {
-	CONN_READY,	/* taking lines */
-	CONN_BLOCKED,	/* an ACQUIRE or a WATCH waits, or a write */
-	CONN_CLOSING,	/* flushing its last replies, then closes */
-	CONN_DEAD	/* torn down at the next loop turn */
+#define X(name, text) CONN_##name,
+	CONN_STATES(X)
+#undef X
+	CONN__COUNT
 };
 
 struct conn {
@@ -37,10 +55,12 @@ struct conn {
 	struct bufferevent	*bev;
 	struct owner		*owner;		/* its grants and waiter */
 	struct event		*resume_ev;	/* take lines on a later turn */
-	enum conn_state		 state;
+	enum conn_state		 state;		/* conn_set_state() only */
 	int			 authed;
 	int			 peer_eof;	/* the peer will send no more */
-	int			 awaiting_store; /* blocked on a write, not a wait */
+	uint64_t		 partial_ms;	/* an unfinished line began; 0 */
+	uint64_t		 out_over_ms;	/* output over max-output since */
+	size_t			 out_seen;	/* ...and its length then */
 	char			*line;		/* max-line + 2 bytes */
 	char			 peer[64];	/* "ip:port", "[ip6]:port", "unix" */
 	char			 name[PROTO_LABEL_MAX + 1]; /* NAME; "" if none */
@@ -54,9 +74,16 @@ struct conn {
 /* Adopt an accepted socket; returns NULL if it was rejected and closed. */
 struct conn	*conn_accept(struct server *srv, evutil_socket_t fd,
 		    const struct sockaddr *sa, int socklen);
+/*
+ * A connection over bev (which it owns from now on), from peer, local or
+ * not (protected mode): what conn_accept builds on, and what the unit tests
+ * use with bufferevent_pair_new().
+ */
+struct conn	*conn_new(struct server *srv, struct bufferevent *bev,
+		    const char *peer);
 /* Tear down at once (shutdown): owner freed, socket closed, c freed. */
 void		 conn_free(struct conn *c);
-/* The open connection of that id (CONN_DEAD ones excluded), or NULL. */
+/* The connection of that id (DEAD ones too, until torn down), or NULL. */
 struct conn	*conn_find(struct server *srv, uint64_t id);
 /*
  * KILL: close c as if its client had gone. Its watch and waiter are
@@ -77,7 +104,25 @@ void		 conn_reply_err(struct conn *c, enum proto_err code,
 void		 conn_close_after_flush(struct conn *c);
 /* Drop the connection at the next loop turn, unsent replies included. */
 void		 conn_close_now(struct conn *c);
-/* A blocked ACQUIRE was answered: take the next lines on a later turn. */
+/* "ready", "wait-engine", ... */
+const char	*conn_state_name(enum conn_state state);
+/* Move c to state; a transition not in conn.c's table is a bug (fatal). */
+void		 conn_set_state(struct conn *c, enum conn_state state);
+/* c's granted ACQUIRE (queued until now) is being written: wait for it. */
+void		 conn_wait_store(struct conn *c);
+/* What c waited for is answered: take the next lines on a later turn. */
 void		 conn_unblock(struct conn *c);
+
+/* Call fn for every connection that is not being torn down. */
+void		 conn_foreach(struct server *srv,
+		    void (*fn)(struct conn *c, void *arg), void *arg);
+/* Free every connection now (shutdown, lost ownership). */
+void		 conn_free_all(struct server *srv);
+/*
+ * Start the once-a-second sweep that enforces timeout, line-timeout,
+ * auth-timeout and max-output on srv's connections; stop it.
+ */
+void		 conn_sweep_start(struct server *srv);
+void		 conn_sweep_stop(struct server *srv);
 
 #endif /* SEMD_CONN_H */

@@ -126,22 +126,33 @@ engine_timer_cancel(struct engine *e, void **timer)
 	}
 }
 
-/* Tell the observer, if any; reason means something for RELEASED only. */
+/* Tell the observer, if any. */
+static void
+engine_emit_event(struct engine *e, const struct engine_event *ev)
+{
+	if (e->on_event != NULL)
+		e->on_event(e->ctx, ev);
+}
+
 static void
 engine_emit(struct engine *e, enum engine_event_type type, struct sem *s,
-    struct grant *g, void *cookie, enum engine_release_reason reason)
+    struct grant *g, void *cookie)
 {
-	struct engine_event	ev;
+	struct engine_event	ev = { .type = type, .sem = s, .grant = g,
+				    .cookie = cookie };
 
-	if (e->on_event == NULL)
-		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.type = type;
-	ev.sem = s;
-	ev.grant = g;
-	ev.cookie = cookie;
-	ev.reason = reason;
-	e->on_event(e->ctx, &ev);
+	engine_emit_event(e, &ev);
+}
+
+/* RELEASED, the one event with a reason. */
+static void
+engine_emit_released(struct engine *e, struct sem *s, struct grant *g,
+    enum engine_release_reason reason)
+{
+	struct engine_event	ev = { .type = ENGINE_EV_RELEASED, .sem = s,
+				    .grant = g, .reason = reason };
+
+	engine_emit_event(e, &ev);
 }
 
 /* A lease ran out, or an unowned grant was not attached in time. */
@@ -152,6 +163,12 @@ grant_timer_fired(void *arg)
 	struct engine	*e = sem_engine(g->sem);
 
 	g->timer = NULL;	/* a fired handle is dead */
+	if (engine_now(e) < g->deadline_ms) {
+		/* Early (a coarse timer): a lease may end late, never early. */
+		g->timer = engine_timer_add(e, g->deadline_ms - engine_now(e),
+		    grant_timer_fired, g);
+		return;
+	}
 	if (g->kind == GRANT_LEASE)
 		grant_release(e, g, RELEASE_EXPIRED);
 	else
@@ -211,7 +228,7 @@ grant_make(struct engine *e, struct sem *s, struct owner *o, uint32_t n,
 		    (uint64_t)lease_ms);
 	}
 	e->stats.grants_total++;
-	engine_emit(e, ENGINE_EV_GRANTED, s, g, cookie, RELEASE_BY_HOLDER);
+	engine_emit(e, ENGINE_EV_GRANTED, s, g, cookie);
 	return (g);
 }
 
@@ -246,7 +263,7 @@ grant_release(struct engine *e, struct grant *g,
 		e->stats.expired_total++;
 	else if (reason == RELEASE_REVOKED)
 		e->stats.revoked_total++;
-	engine_emit(e, ENGINE_EV_RELEASED, s, g, NULL, reason);
+	engine_emit_released(e, s, g, reason);
 	grant_free(g);
 	sem_wake(e, s);
 }
@@ -282,8 +299,7 @@ waiter_timer_fired(void *arg)
 	waiter_dequeue(e, w);
 	waiter_free(w);
 	e->stats.timeouts_total++;
-	engine_emit(e, ENGINE_EV_WAIT_TIMEOUT, s, NULL, cookie,
-	    RELEASE_BY_HOLDER);
+	engine_emit(e, ENGINE_EV_WAIT_TIMEOUT, s, NULL, cookie);
 	sem_wake(e, s);
 }
 
@@ -321,6 +337,12 @@ engine_new(const struct engine_clock *clock, engine_event_fn on_event,
 	e->ctx = ctx;
 	e->max_sems = max_sems;
 	return (e);
+}
+
+void
+engine_set_max_sems(struct engine *e, uint32_t max_sems)
+{
+	e->max_sems = max_sems;
 }
 
 void
@@ -375,7 +397,7 @@ engine_create(struct engine *e, const char *name, size_t len,
 	HASH_ADD_KEYPTR(hh, e->sems, s->name, s->name_len, s);
 	if (out != NULL)
 		*out = s;
-	engine_emit(e, ENGINE_EV_SEM_CREATED, s, NULL, NULL, RELEASE_BY_HOLDER);
+	engine_emit(e, ENGINE_EV_SEM_CREATED, s, NULL, NULL);
 	return (PERR_NONE);
 }
 
@@ -392,7 +414,7 @@ void
 engine_resize(struct engine *e, struct sem *s, uint32_t capacity)
 {
 	s->capacity = capacity;
-	engine_emit(e, ENGINE_EV_SEM_RESIZED, s, NULL, NULL, RELEASE_BY_HOLDER);
+	engine_emit(e, ENGINE_EV_SEM_RESIZED, s, NULL, NULL);
 	sem_wake(e, s);
 }
 
@@ -402,7 +424,7 @@ engine_delete(struct engine *e, struct sem *s)
 	if (s->grants != NULL || s->queue != NULL)
 		return (PERR_BUSY);
 	HASH_DEL(e->sems, s);
-	engine_emit(e, ENGINE_EV_SEM_DELETED, s, NULL, NULL, RELEASE_BY_HOLDER);
+	engine_emit(e, ENGINE_EV_SEM_DELETED, s, NULL, NULL);
 	free(s);
 	return (PERR_NONE);
 }
@@ -523,7 +545,7 @@ engine_refresh(struct engine *e, struct sem *s, uint64_t token, uint32_t ms)
 	if (g->kind != GRANT_LEASE)
 		return (PERR_NOTLEASE);
 	grant_arm(e, g, ms);
-	engine_emit(e, ENGINE_EV_REFRESHED, s, g, NULL, RELEASE_BY_HOLDER);
+	engine_emit(e, ENGINE_EV_REFRESHED, s, g, NULL);
 	return (PERR_NONE);
 }
 
@@ -549,7 +571,7 @@ engine_attach(struct engine *e, struct sem *s, uint64_t token,
 	g->deadline_ms = 0;
 	g->owner = o;
 	DL_APPEND2(o->grants, g, own_prev, own_next);
-	engine_emit(e, ENGINE_EV_ATTACHED, s, g, NULL, RELEASE_BY_HOLDER);
+	engine_emit(e, ENGINE_EV_ATTACHED, s, g, NULL);
 	return (PERR_NONE);
 }
 

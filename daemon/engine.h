@@ -128,7 +128,7 @@ struct engine_event {
 	struct sem			*sem;
 	struct grant			*grant;
 	void				*cookie;
-	enum engine_release_reason	 reason;
+	enum engine_release_reason	 reason;	/* RELEASED only */
 };
 
 /*
@@ -159,6 +159,8 @@ struct engine_stats {
 /* A new engine; max_sems bounds CREATE (0: no bound). Aborts on ENOMEM. */
 struct engine	*engine_new(const struct engine_clock *clock,
 		    engine_event_fn on_event, void *ctx, uint32_t max_sems);
+/* Change the bound on CREATE; semaphores over it stay (a reload). */
+void		 engine_set_max_sems(struct engine *e, uint32_t max_sems);
 /*
  * Free everything, cancel every timer; emits no events. Every owner must
  * have been freed first (engine_owner_free): owners belong to the caller.

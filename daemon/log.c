@@ -1,37 +1,141 @@
 /*
- * log.c: timestamped log lines to stderr or a file, filtered by level.
+ * log.c: timestamped log lines to stderr or a file, filtered by level,
+ * and to syslog when asked. The file can be reopened (after logrotate
+ * moved it away), and under systemd's journal (JOURNAL_STREAM names our
+ * stderr) lines carry a "<N>" priority instead of a timestamp and pid,
+ * which the journal adds itself.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 
 static FILE		*log_fp;
+static char		*log_path;	/* the logfile, for log_reopen */
 static enum log_level	 log_min = LOG_LEVEL_INFO;
+static int		 log_journal;	/* stderr is the journal */
+static int		 log_syslog;
+static char		*log_ident;
 
 static const char *const log_names[] = {
 	"debug", "info", "notice", "warn", "error"
 };
+/* syslog(3) and journal priorities of each level. */
+static const int log_prio[] = {
+	LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERR
+};
+
+static const struct {
+	const char	*name;
+	int		 facility;
+} log_facilities[] = {
+	{ "user", LOG_USER }, { "daemon", LOG_DAEMON },
+	{ "local0", LOG_LOCAL0 }, { "local1", LOG_LOCAL1 },
+	{ "local2", LOG_LOCAL2 }, { "local3", LOG_LOCAL3 },
+	{ "local4", LOG_LOCAL4 }, { "local5", LOG_LOCAL5 },
+	{ "local6", LOG_LOCAL6 }, { "local7", LOG_LOCAL7 },
+};
+
+/*
+ * Is stderr the journal? systemd sets JOURNAL_STREAM to "DEV:INODE" of
+ * the stream it connected; a child whose stderr was redirected elsewhere
+ * inherits the variable, hence the comparison.
+ */
+static int
+log_stderr_is_journal(void)
+{
+	const char		*env = getenv("JOURNAL_STREAM");
+	struct stat		 st;
+	unsigned long long	 dev, ino;
+
+	if (env == NULL || sscanf(env, "%llu:%llu", &dev, &ino) != 2)
+		return (0);
+	if (fstat(STDERR_FILENO, &st) != 0)
+		return (0);
+	return ((unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino);
+}
 
 int
 log_open(const char *logfile, enum log_level level)
 {
-	FILE	*fp;
+	FILE	*fp = NULL;
 
 	log_min = level;
-	if (logfile == NULL || *logfile == '\0')
-		return (0);
-	if ((fp = fopen(logfile, "a")) == NULL)
-		return (-1);
-	setvbuf(fp, NULL, _IOLBF, 0);
+	log_journal = log_stderr_is_journal();
+	if (logfile != NULL && *logfile != '\0') {
+		if ((fp = fopen(logfile, "a")) == NULL)
+			return (-1);
+		setvbuf(fp, NULL, _IOLBF, 0);
+	}
 	if (log_fp != NULL)
 		fclose(log_fp);
 	log_fp = fp;
+	free(log_path);
+	log_path = fp != NULL ? xstrdup(logfile) : NULL;
 	return (0);
+}
+
+int
+log_reopen(void)
+{
+	FILE	*fp;
+
+	if (log_path == NULL)
+		return (0);
+	if ((fp = fopen(log_path, "a")) == NULL)
+		return (-1);
+	setvbuf(fp, NULL, _IOLBF, 0);
+	fclose(log_fp);
+	log_fp = fp;
+	return (0);
+}
+
+const char *
+log_file(void)
+{
+	return (log_path);
+}
+
+int
+log_facility_parse(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(log_facilities) / sizeof(log_facilities[0]);
+	    i++) {
+		if (strcasecmp(name, log_facilities[i].name) == 0)
+			return (log_facilities[i].facility);
+	}
+	return (-1);
+}
+
+void
+log_open_syslog(const char *ident, int facility)
+{
+	log_close_syslog();
+	log_ident = xstrdup(ident);
+	openlog(log_ident, LOG_PID | LOG_NDELAY, facility);
+	log_syslog = 1;
+}
+
+void
+log_close_syslog(void)
+{
+	if (!log_syslog)
+		return;
+	closelog();
+	free(log_ident);
+	log_ident = NULL;
+	log_syslog = 0;
 }
 
 void
@@ -40,12 +144,27 @@ log_close(void)
 	if (log_fp != NULL)
 		fclose(log_fp);
 	log_fp = NULL;
+	free(log_path);
+	log_path = NULL;
+	log_close_syslog();
+}
+
+int
+log_fd(void)
+{
+	return (log_fp != NULL ? fileno(log_fp) : STDERR_FILENO);
 }
 
 void
 log_set_level(enum log_level level)
 {
 	log_min = level;
+}
+
+const char *
+log_level_name(int level)
+{
+	return (log_names[level]);
 }
 
 int
@@ -73,20 +192,30 @@ log_vwrite(enum log_level level, int errno_suffix, const char *fmt, va_list ap)
 	struct timespec	 ts;
 	struct tm	 tm;
 	char		 stamp[32], msg[1024];
+	size_t		 len;
 
 	if (level < log_min)
 		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (errno_suffix >= 0) {
+		len = strlen(msg);
+		snprintf(msg + len, sizeof(msg) - len, ": %s",
+		    strerror(errno_suffix));
+	}
+	if (log_syslog)
+		syslog(log_prio[level], "%s: %s", log_names[level], msg);
+	if (log_fp == NULL && log_journal) {
+		/* The journal stamps the time and pid itself. */
+		fprintf(fp, "<%d>%s: %s\n", log_prio[level], log_names[level],
+		    msg);
+		fflush(fp);
+		return;
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (errno_suffix >= 0)
-		fprintf(fp, "%s.%03ldZ semd[%ld] %s: %s: %s\n", stamp,
-		    ts.tv_nsec / 1000000, (long)getpid(), log_names[level], msg,
-		    strerror(errno_suffix));
-	else
-		fprintf(fp, "%s.%03ldZ semd[%ld] %s: %s\n", stamp,
-		    ts.tv_nsec / 1000000, (long)getpid(), log_names[level], msg);
+	fprintf(fp, "%s.%03ldZ semd[%ld] %s: %s\n", stamp,
+	    ts.tv_nsec / 1000000, (long)getpid(), log_names[level], msg);
 	fflush(fp);
 }
 

@@ -20,12 +20,29 @@ enum log_level {
 	LOG_LEVEL_ERROR
 };
 
-/* Log to stderr at level; logfile NULL keeps stderr. Returns -1 on error. */
+/*
+ * Log at level to logfile, or to stderr when it is NULL (without the
+ * timestamp and pid, which the journal adds, when stderr is the journal).
+ * Returns -1 with errno when the file cannot be opened (nothing changed).
+ */
 int		 log_open(const char *logfile, enum log_level level);
+/* Open the logfile again (logrotate moved it); -1 with errno, kept open. */
+int		 log_reopen(void);
+/* The logfile in use, or NULL for stderr. */
+const char	*log_file(void);
+/* The descriptor lines go to (for a last line from a signal handler). */
+int		 log_fd(void);
+/* Also send every line to syslog(3) as ident, with that facility. */
+void		 log_open_syslog(const char *ident, int facility);
+void		 log_close_syslog(void);
+/* "user", "daemon" or "local0".."local7" as a LOG_* facility; -1 if not. */
+int		 log_facility_parse(const char *name);
 void		 log_close(void);
 void		 log_set_level(enum log_level level);
 /* Parse "debug", "info", "notice", "warn" or "error"; -1 when unknown. */
 int		 log_level_parse(const char *name);
+/* The name of a level, as log_level_parse takes it. */
+const char	*log_level_name(int level);
 
 void		 log_debug(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));

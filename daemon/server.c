@@ -1,5 +1,6 @@
 /*
- * server.c: listening sockets, accepting, and the server's lifetime.
+ * server.c: listening sockets, accepting, the server's lifetime, and
+ * applying a reloaded configuration (SIGHUP).
  */
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -14,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
@@ -21,6 +24,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "log.h"
+#include "notify.h"
 #include "persist.h"
 #include "server.h"
 #include "store.h"
@@ -30,6 +34,10 @@
 #define SERVER_RESERVED_FDS	32
 /* How long to stop accepting after EMFILE, instead of spinning. */
 #define SERVER_ACCEPT_PAUSE_MS	100
+/* How often semaphores removed from the file are tried again. */
+#define SERVER_DOOMED_RETRY_MS	1000
+
+static void	server_doomed_cb(evutil_socket_t, short, void *);
 
 static void
 server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -220,6 +228,7 @@ server_loaded_cb(void *arg)
 	size_t		 i;
 	enum proto_err	 err;
 
+	srv->loaded = 1;
 	for (i = 0; i < cfg->nsems; i++) {
 		err = engine_create(srv->engine, cfg->sems[i].name,
 		    strlen(cfg->sems[i].name), cfg->sems[i].capacity, &s);
@@ -275,6 +284,8 @@ server_ready_cb(void *arg)
 {
 	server_listen(arg);
 	log_info("ready to accept connections");
+	((struct server *)arg)->ready = 1;
+	notify_send("READY=1\nSTATUS=serving");
 }
 
 /* Another daemon owns the data: listen, answering ERR STANDBY. */
@@ -288,6 +299,9 @@ server_standby_cb(void *arg)
 	persist_get_stats(srv->persist, &ps);
 	log_info("ready to accept connections as a standby (owner %s, epoch "
 	    "%llu)", ps.owner, (unsigned long long)ps.epoch);
+	srv->ready = 1;
+	notify_send("READY=1\nSTATUS=standby: %s owns the data set (epoch "
+	    "%llu)", ps.owner, (unsigned long long)ps.epoch);
 }
 
 /*
@@ -298,11 +312,11 @@ static void
 server_lost_cb(void *arg)
 {
 	struct server	*srv = arg;
-	struct conn	*c, *tmp;
 
-	HASH_ITER(hh, srv->conns, c, tmp)
-		conn_free(c);
+	conn_free_all(srv);
 	engine_clear(srv->engine);
+	srv->loaded = 0;
+	notify_send("STATUS=lost the data set; claiming it again");
 }
 
 void
@@ -328,14 +342,53 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 	srv->accept_resume = evtimer_new(base, server_accept_resume_cb, srv);
 	if (srv->accept_resume == NULL)
 		fatalx("evtimer_new");
+	srv->doomed_ev = evtimer_new(base, server_doomed_cb, srv);
+	if (srv->doomed_ev == NULL)
+		fatalx("evtimer_new");
 	server_clip_maxclients(cfg);
+	conn_sweep_start(srv);
+	if (cfg->persistence != PERSIST_NONE)
+		notify_send("STATUS=loading from redis %s", cfg->redis);
 	persist_start(srv->persist, &hooks, srv);
+}
+
+/*
+ * Tell every client waiting in an ACQUIRE that it will not be granted,
+ * and write it at once, with the replies before it: the connections are
+ * closed right after. (A bufferevent's output cannot be drained from
+ * outside, so the bytes are written to the socket directly.)
+ */
+static void
+server_tell_waiter(struct conn *c, void *arg)
+{
+	struct evbuffer	*out;
+	unsigned char	*p;
+	size_t		 len;
+	ssize_t		 n;
+
+	(void)arg;
+	if (c->owner == NULL || c->owner->waiters == NULL)
+		return;
+	conn_reply_err(c, PERR_UNAVAILABLE, "shutting down");
+	out = bufferevent_get_output(c->bev);
+	len = evbuffer_get_length(out);
+	if ((p = evbuffer_pullup(out, -1)) == NULL)
+		return;
+	while (len > 0 && (n = write(bufferevent_getfd(c->bev), p, len)) > 0) {
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void
+server_tell_waiters(struct server *srv)
+{
+	conn_foreach(srv, server_tell_waiter, NULL);
 }
 
 void
 server_shutdown(struct server *srv)
 {
-	struct conn	*c, *tmp;
 	size_t		 i;
 
 	for (i = 0; i < srv->nlisteners; i++)
@@ -343,6 +396,7 @@ server_shutdown(struct server *srv)
 	srv->nlisteners = 0;
 	if (srv->unix_bound)
 		unlink(srv->cfg->unixsocket);
+	server_tell_waiters(srv);
 	/*
 	 * Grant nothing more: a closing connection's permits must not go to
 	 * waiters that are closing too. Then persistence goes, before the
@@ -351,9 +405,150 @@ server_shutdown(struct server *srv)
 	engine_hold_grants(srv->engine, 1);
 	persist_free(srv->persist);
 	srv->persist = NULL;
-	HASH_ITER(hh, srv->conns, c, tmp)
-		conn_free(c);
+	conn_free_all(srv);
+	conn_sweep_stop(srv);
 	engine_free(srv->engine);
 	timers_free(srv->timers);
 	event_free(srv->accept_resume);
+	event_free(srv->doomed_ev);
+	for (i = 0; i < srv->ndoomed; i++)
+		free(srv->doomed[i]);
+	free(srv->doomed);
+}
+
+/* Is name among the semaphores of cfg? */
+static int
+server_cfg_has_sem(const struct config *cfg, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < cfg->nsems; i++) {
+		if (strcmp(cfg->sems[i].name, name) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Delete the semaphores removed from the file that are idle now; keep
+ * the others for a later try. A name given back to the file since, or
+ * one that is gone already, is forgotten.
+ */
+static void
+server_delete_doomed(struct server *srv)
+{
+	struct timeval	 tv = { SERVER_DOOMED_RETRY_MS / 1000,
+			    (SERVER_DOOMED_RETRY_MS % 1000) * 1000 };
+	struct sem	*s;
+	size_t		 i, kept = 0;
+
+	for (i = 0; i < srv->ndoomed; i++) {
+		s = engine_find(srv->engine, srv->doomed[i],
+		    strlen(srv->doomed[i]));
+		if (s != NULL && srv->loaded &&
+		    !server_cfg_has_sem(srv->cfg, srv->doomed[i]) &&
+		    s->nholders == 0 && s->nwaiters == 0 &&
+		    engine_delete(srv->engine, s) == PERR_NONE)
+			log_info("semaphore %s: removed from the configuration "
+			    "and idle: deleted", srv->doomed[i]);
+		else if (s != NULL && srv->loaded &&
+		    !server_cfg_has_sem(srv->cfg, srv->doomed[i])) {
+			srv->doomed[kept++] = srv->doomed[i];
+			continue;
+		}
+		free(srv->doomed[i]);
+	}
+	srv->ndoomed = kept;
+	if (kept > 0 && !evtimer_pending(srv->doomed_ev, NULL))
+		evtimer_add(srv->doomed_ev, &tv);
+}
+
+static void
+server_doomed_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	server_delete_doomed(arg);
+}
+
+/* Semaphores after a reload: create the new, resize, doom the removed. */
+static void
+server_reload_sems(struct server *srv, const struct config *old)
+{
+	struct config	*cfg = srv->cfg;
+	struct sem	*s;
+	size_t		 i;
+	enum proto_err	 err;
+
+	for (i = 0; i < old->nsems; i++) {
+		if (server_cfg_has_sem(cfg, old->sems[i].name))
+			continue;
+		srv->doomed = realloc(srv->doomed, (srv->ndoomed + 1) *
+		    sizeof(*srv->doomed));
+		if (srv->doomed == NULL)
+			abort();
+		srv->doomed[srv->ndoomed++] = xstrdup(old->sems[i].name);
+		log_info("semaphore %s: removed from the configuration; "
+		    "deleted once idle", old->sems[i].name);
+	}
+	/* Not loaded (standby, loading): the load creates them. */
+	for (i = 0; srv->loaded && i < cfg->nsems; i++) {
+		err = engine_create(srv->engine, cfg->sems[i].name,
+		    strlen(cfg->sems[i].name), cfg->sems[i].capacity, &s);
+		if (err == PERR_NONE && s->capacity == cfg->sems[i].capacity &&
+		    !server_cfg_has_sem(old, s->name))
+			log_info("semaphore %s: created with capacity %u",
+			    s->name, s->capacity);
+		else if (err == PERR_EXISTS) {
+			log_info("semaphore %s: capacity %u -> %u", s->name,
+			    s->capacity, cfg->sems[i].capacity);
+			engine_resize(srv->engine, s, cfg->sems[i].capacity);
+		} else if (err != PERR_NONE)
+			log_warnx("semaphore %s: cannot create it "
+			    "(max-semaphores %lld reached)", cfg->sems[i].name,
+			    (long long)cfg->max_semaphores);
+	}
+	server_delete_doomed(srv);
+}
+
+/* config_reload's note: say what changed, and what waits for a restart. */
+static void
+server_reload_note(void *arg, const char *name, int applied)
+{
+	int	*changed = arg;
+
+	if (applied) {
+		log_info("reload: %s changed", name);
+		(*changed)++;
+	} else
+		log_warnx("reload: %s changed; ignored until a restart", name);
+}
+
+void
+server_reload(struct server *srv, struct config *next)
+{
+	struct config	*cfg = srv->cfg;
+	const char	*logfile = log_file();
+	int		 changed = 0, facility;
+
+	/* Then cfg has the new semaphores, next the old ones. */
+	config_reload(cfg, next, server_reload_note, &changed);
+	log_set_level((enum log_level)cfg->loglevel);
+	if ((cfg->logfile == NULL) != (logfile == NULL) ||
+	    (logfile != NULL && strcmp(cfg->logfile, logfile) != 0)) {
+		if (log_open(cfg->logfile, (enum log_level)cfg->loglevel) != 0)
+			log_warn("reload: logfile %s; logging on to %s",
+			    cfg->logfile, logfile != NULL ? logfile : "stderr");
+	}
+	facility = log_facility_parse(cfg->syslog_facility);
+	if (cfg->syslog)
+		log_open_syslog(cfg->syslog_ident, facility);
+	else
+		log_close_syslog();
+	engine_set_max_sems(srv->engine, (uint32_t)cfg->max_semaphores);
+	server_clip_maxclients(cfg);
+	server_reload_sems(srv, next);
+	log_info("configuration reloaded (%d directive%s changed, %zu "
+	    "semaphore%s in the file)", changed, changed == 1 ? "" : "s",
+	    cfg->nsems, cfg->nsems == 1 ? "" : "s");
 }

@@ -38,12 +38,18 @@ struct server {
 	size_t			 nlisteners;
 	int			 unix_bound;	/* ours to unlink at exit */
 	struct event		*accept_resume;	/* after EMFILE */
+	struct event		*sweep_ev;	/* conn.c's time limits */
 	struct conn		*conns;		/* by id (uthash) */
 	uint32_t		 nconns;
 	uint64_t		 next_conn_id;
 	struct watch_set	*watches;	/* WATCHes by token (cmd-watch.c) */
 	uint64_t		 start_ms;
 	struct server_stats	 stats;
+	int			 loaded;	/* the engine holds the state */
+	int			 ready;		/* listening; READY=1 was sent */
+	char			**doomed;	/* removed from the file, busy */
+	size_t			 ndoomed;
+	struct event		*doomed_ev;	/* retry deleting them */
 };
 
 /*
@@ -53,7 +59,18 @@ struct server {
  */
 void	server_init(struct server *srv, struct config *cfg,
 	    struct event_base *base);
-/* Close every connection and listener and free the engine. */
+/*
+ * Close every listener, answer every waiting ACQUIRE "ERR UNAVAILABLE
+ * shutting down", close every connection and free the engine.
+ */
 void	server_shutdown(struct server *srv);
+/*
+ * SIGHUP: apply the reloadable directives of next (a configuration loaded
+ * whole and without error) to the running one: log level, log file,
+ * syslog, password, limits; create the new semaphores, resize the
+ * changed, delete the removed once idle. Logs what needs a restart.
+ * next is left with the old values, for config_free.
+ */
+void	server_reload(struct server *srv, struct config *next);
 
 #endif /* SEMD_SERVER_H */

@@ -184,13 +184,6 @@ int			 proto_parse_duration_ms(const char *s, size_t len,
 			    uint64_t bare_mult, uint64_t max_ms,
 			    uint64_t *out_ms);
 
-/*
- * Format the line "ERR CODE text" (no "\r\n") into buf (size bytes, always
- * NUL-terminated when size > 0); returns the length of the whole line, as
- * snprintf does.
- */
-int			 proto_format_err(char *buf, size_t size,
-			    const struct proto_error *err);
 /* Fill *err with code and a printf-formatted text; returns PROTO_PARSE_ERROR. */
 enum proto_parse_result	 proto_set_error(struct proto_error *err,
 			    enum proto_err code, const char *fmt, ...)

@@ -7,7 +7,6 @@
  * keys) and strict about the first word, so garbage is never taken for
  * a reply. Words are split by proto_next_word(), as requests are.
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "proto.h"
@@ -39,20 +38,6 @@ proto_err_lookup(const char *name, size_t len)
 			return ((enum proto_err)i);
 	}
 	return (PERR_NONE);
-}
-
-/* An unset or bogus code is sent as PROTO, so the line stays well-formed. */
-int
-proto_format_err(char *buf, size_t size, const struct proto_error *err)
-{
-	const char	*name = proto_err_name(err->code);
-
-	if (name == NULL)
-		name = "PROTO";
-	if (err->msg[0] == '\0')
-		return (snprintf(buf, size, "ERR %s", name));
-	return (snprintf(buf, size, "ERR %s %.*s", name,
-	    (int)sizeof(err->msg), err->msg));
 }
 
 static int

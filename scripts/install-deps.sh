@@ -5,8 +5,8 @@
 set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev
-libhiredis-dev libedit-dev check uthash-dev python3 netcat-openbsd
-redis-server"
+libhiredis-dev libedit-dev libsystemd-dev check uthash-dev python3
+netcat-openbsd redis-server"
 
 missing=""
 for p in $PACKAGES; do

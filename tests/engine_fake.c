@@ -23,6 +23,7 @@ struct fake_timer {
 
 uint64_t			 fake_now;
 unsigned			 fake_ntimers;
+uint64_t			 fake_early;
 static uint64_t			 fake_seq;
 static struct fake_timer	*fake_timers;
 
@@ -41,7 +42,8 @@ fake_timer_add(void *ctx, uint64_t delay_ms, void (*fire)(void *), void *arg)
 	(void)ctx;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		abort();
-	t->deadline_ms = fake_now + delay_ms;
+	t->deadline_ms = fake_now + delay_ms -
+	    (fake_early < delay_ms / 2 ? fake_early : delay_ms / 2);
 	t->seq = ++fake_seq;
 	t->fire = fire;
 	t->arg = arg;
@@ -85,6 +87,7 @@ fake_reset(uint64_t now_ms)
 	fake_ntimers = 0;
 	fake_seq = 0;
 	fake_now = now_ms;
+	fake_early = 0;
 }
 
 /* The earliest timer due by until_ms, or NULL. */

@@ -16,8 +16,13 @@ extern const struct engine_clock	 fake_clock;
 /* Read-only for tests: the time now and the timers armed. */
 extern uint64_t				 fake_now;
 extern unsigned				 fake_ntimers;
+/*
+ * Set by tests: timers fire this many ms early (at most half their wait),
+ * as libevent's can, counting from a time it cached.
+ */
+extern uint64_t				 fake_early;
 
-/* Forget every timer (freeing them) and set the time to now_ms. */
+/* Forget every timer (freeing them), set the time to now_ms, no early. */
 void		 fake_reset(uint64_t now_ms);
 /*
  * Move the clock ms forward, firing every timer that falls due in deadline

@@ -901,6 +901,34 @@ START_TEST(test_lease_expiry)
 }
 END_TEST
 
+/*
+ * A timer that fires early (libevent counts from a time it cached, the
+ * clock truncates) must not end a lease early: it may end late, never
+ * early.
+ */
+START_TEST(test_lease_never_early)
+{
+	struct sem	*s = mksem("s", 1);
+	struct owner	*o1 = owner(1), *o2 = owner(2);
+	uint64_t	 l;
+
+	fake_early = 5;
+	l = take(s, o1, 1, 100);
+	wait_for(s, o2, 1, -1, -1, A);
+	nrecs = 0;
+	fake_advance(99);
+	ck_assert_uint_eq(nrecs, 0);		/* fired at 1095: re-armed */
+	ck_assert_uint_eq(fake_ntimers, 1);	/* the lease's, re-armed */
+	ck_assert_ptr_nonnull(engine_find_grant(eng, s, l));
+	fake_advance(1);
+	ck_assert_uint_eq(nrecs, 2);
+	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
+	ck_assert_uint_eq(recs[0].at_ms, 1100);
+	expect(1, ENGINE_EV_GRANTED, A, 0);
+	fake_early = 0;
+}
+END_TEST
+
 START_TEST(test_lease_refresh)
 {
 	struct sem	*s = mksem("s", 1);
@@ -1287,6 +1315,7 @@ engine_suite(void)
 	tcase_add_test(tc, test_hold_grants);
 	tcase_add_test(tc, test_undo_grant);
 	tcase_add_test(tc, test_lease_expiry);
+	tcase_add_test(tc, test_lease_never_early);
 	tcase_add_test(tc, test_lease_refresh);
 	tcase_add_test(tc, test_lease_zero);
 	tcase_add_test(tc, test_lease_starts_at_grant);

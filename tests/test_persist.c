@@ -682,14 +682,15 @@ stats(struct persist_stats *st)
 static void
 start(const char *mode, const char *standby, const char *lease)
 {
-	char	*argv[] = { "semd", "--redis", "127.0.0.1:1", "--persistence",
-		    (char *)mode, "--standby", (char *)standby,
-		    "--owner-lease", (char *)lease };
-	char	 err[256];
-	int	 check_only, exit_now;
+	char			*argv[] = { "semd", "--redis", "127.0.0.1:1",
+				    "--persistence", (char *)mode, "--standby",
+				    (char *)standby, "--owner-lease",
+				    (char *)lease };
+	char			 err[256];
+	enum config_action	 action;
 
 	ck_assert_msg(config_load(&cfg, sizeof(argv) / sizeof(argv[0]), argv,
-	    &check_only, &exit_now, err, sizeof(err)) == 0, "%s", err);
+	    &action, err, sizeof(err)) == 0, "%s", err);
 	cfg_loaded = 1;
 	persist = persist_new(&cfg, base, engine, &fake_ops, on_answer, NULL);
 	ck_assert_uint_eq(fake.ncreates, 1);

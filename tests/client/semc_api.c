@@ -11,6 +11,15 @@
  *	semc_api reattach PORT kept|lost   holds a bound permit across a
  *					semd restart the script does
  *	semc_api unix PATH		a Unix socket
+ *	semc_api who PORT		NAME, CLIENTS, KILL; name= and addr=
+ *					in HOLDERS and WAITERS (semd --semaphore
+ *					jobs 2)
+ *	semc_api watch PORT		semc_watch for each reason it can see
+ *					without a restart
+ *	semc_api watchone PORT TOKEN REASON  WATCH jobs TOKEN ends for REASON
+ *	semc_api keeperwatch PORT	the keeper learns of a revoked lease
+ *					through WATCH; prints how fast
+ *	semc_api version		the version macros and semc_version()
  *
  * Host lists and failover (opts.hosts = LIST; "-" for none, so that
  * SEMD_HOSTS is read; failover_timeout_ms = MS, 0 for the default):
@@ -26,6 +35,8 @@
  *	semc_api keeperfail LIST	a kept lease of 6 s, while the script
  *					kills the owner after "lease N"
  */
+#include <sys/wait.h>
+
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -62,6 +73,15 @@ expect(struct semc *c, enum semc_err got, enum semc_err want, const char *desc)
 	    got == want ? "" : ": got ", got == want ? "" : semc_errname(got),
 	    got == want ? "" : ": ", got == want ? "" : semc_errmsg(c));
 	return (got == want);
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
 static struct semc *
@@ -687,6 +707,281 @@ scenario_keeperfail(const char *hosts)
 	semc_free(c);
 }
 
+/* The CLIENTS line of the connection labelled name; 0 if none. */
+static int
+find_client(struct semc *c, const char *name, struct semc_client *out)
+{
+	struct semc_client	*cl;
+	size_t			 n, i;
+	int			 found = 0;
+
+	if (semc_clients(c, &cl, &n) != SEMC_OK)
+		return (0);
+	for (i = 0; i < n; i++) {
+		if (strcmp(cl[i].name, name) == 0) {
+			*out = cl[i];
+			found = 1;
+		}
+	}
+	free(cl);
+	return (found);
+}
+
+static void
+scenario_who(const char *port)
+{
+	struct semc_opts	 opts;
+	struct semc		*c = handle(port, NULL, 0), *holder, *waiter;
+	struct semc_client	 me, cl;
+	struct semc_holder	*h;
+	struct semc_waiter	*w;
+	uint64_t		 t, t2, tl;
+	size_t			 n;
+	pid_t			 pid;
+	char			 label[SEMC_LABEL_MAX + 2];
+
+	expect(c, semc_name(c, "bad label"), SEMC_ERR_INVAL,
+	    "semc_name with a blank is refused before sending");
+	memset(label, 'a', sizeof(label) - 1);
+	label[sizeof(label) - 1] = '\0';
+	expect(c, semc_name(c, label), SEMC_ERR_INVAL,
+	    "a 65-byte label is refused");
+	expect(c, semc_name(c, "admin@test:1"), SEMC_OK, "semc_name");
+	check(find_client(c, "admin@test:1", &me) && me.id > 0 &&
+	    strncmp(me.addr, "127.0.0.1:", 10) == 0 &&
+	    strcmp(me.cmd, "clients") == 0, "CLIENTS shows it: id=%llu "
+	    "addr=%s cmd=%s", (unsigned long long)me.id, me.addr, me.cmd);
+
+	memset(&opts, 0, sizeof(opts));
+	opts.port = atoi(port);
+	opts.name = "worker@hostA:42";
+	if ((holder = semc_new(&opts)) == NULL)
+		exit(1);
+	expect(holder, semc_acquire(holder, "jobs", 2, 1000, SEMC_BOUND, &t),
+	    SEMC_OK, "a handle with opts.name takes jobs 2, bound");
+	check(find_client(c, "worker@hostA:42", &cl) && cl.grants == 1 &&
+	    strcmp(cl.cmd, "acquire") == 0 && !cl.waiting,
+	    "opts.name was sent on connect: CLIENTS shows grants=1 "
+	    "cmd=acquire");
+	opts.name = "waiter@hostB:7";
+	if ((waiter = semc_new(&opts)) == NULL)
+		exit(1);
+	expect(c, semc_acquire(c, "jobs", 1, 0, 60000, &tl), SEMC_TIMEOUT,
+	    "jobs is full");
+	if (expect(c, semc_holders(c, "jobs", &h, &n), SEMC_OK,
+	    "semc_holders")) {
+		check(n == 1 && h[0].token == t &&
+		    strcmp(h[0].name, "worker@hostA:42") == 0 &&
+		    strncmp(h[0].addr, "127.0.0.1:", 10) == 0,
+		    "HOLDERS: name=%s addr=%s", n ? h[0].name : "?",
+		    n ? h[0].addr : "?");
+		free(h);
+	}
+	/* A child waits for a permit (3 s at most), so WAITERS lists it. */
+	if ((pid = fork()) == 0) {
+		semc_acquire(waiter, "jobs", 1, 3000, SEMC_BOUND, &t2);
+		_exit(0);
+	}
+	n = 0;
+	for (int i = 0; i < 100 && n == 0; i++) {
+		if (semc_waiters(c, "jobs", &w, &n) != SEMC_OK)
+			break;
+		if (n == 1)
+			check(strcmp(w[0].name, "waiter@hostB:7") == 0 &&
+			    strncmp(w[0].addr, "127.0.0.1:", 10) == 0,
+			    "WAITERS: name=%s addr=%s", w[0].name, w[0].addr);
+		free(w);
+		if (n == 0)
+			poll(NULL, 0, 20);
+	}
+	check(n == 1, "a waiter was listed");
+	check(find_client(c, "waiter@hostB:7", &cl) && cl.waiting &&
+	    strcmp(cl.cmd, "acquire") == 0, "CLIENTS: the waiter waiting=1");
+
+	expect(c, semc_kill(c, 999999), SEMC_ERR_NOCONN,
+	    "semc_kill of an id that is not open");
+	check(find_client(c, "worker@hostA:42", &cl), "the holder's id");
+	expect(c, semc_kill(c, cl.id), SEMC_OK, "semc_kill of the holder");
+	expect(c, semc_check(c, "jobs", t, NULL), SEMC_ERR_NOTHELD,
+	    "its bound permit was released");
+	/* The holder's next call reconnects and names itself again. */
+	expect(holder, semc_ping(holder), SEMC_OK,
+	    "the killed handle reconnects");
+	check(find_client(c, "worker@hostA:42", &cl) && cl.id != 0,
+	    "and is named again on its new connection (id %llu)",
+	    (unsigned long long)cl.id);
+	waitpid(pid, NULL, 0);
+	semc_free(holder);
+	semc_free(waiter);
+	semc_free(c);
+}
+
+static void
+scenario_watch(const char *port)
+{
+	struct semc		*c = handle(port, NULL, 0);
+	struct semc		*watcher = handle(port, NULL, 0), *other;
+	enum semc_watch_reason	 r;
+	uint64_t		 t;
+	int64_t			 start;
+	pid_t			 pid;
+
+	expect(watcher, semc_watch(watcher, "jobs", 12345, 0, &r),
+	    SEMC_ERR_NOTHELD, "WATCH of a token not held");
+	expect(watcher, semc_watch(watcher, "nosuch", 1, 0, &r),
+	    SEMC_ERR_NOSEM, "WATCH of an unknown semaphore");
+	expect(watcher, semc_watch(watcher, "bad name", 1, 0, &r),
+	    SEMC_ERR_INVAL, "WATCH of a bad name: refused before sending");
+
+	expect(c, semc_acquire(c, "jobs", 1, 0, SEMC_BOUND, &t), SEMC_OK,
+	    "ACQUIRE jobs, bound");
+	r = SEMC_WATCH_OTHER;
+	expect(watcher, semc_watch(watcher, "jobs", t, 100, &r), SEMC_TIMEOUT,
+	    "WATCH TIMEOUT 100 of a held grant");
+	check(r == SEMC_WATCH_TIMEOUT, "reason: %s", semc_reasonname(r));
+
+	/* Each end, done by a child while the parent watches. */
+#define WATCH_END(what, reason, action) do {				\
+	if ((pid = fork()) == 0) {					\
+		poll(NULL, 0, 200);					\
+		action;							\
+		_exit(0);						\
+	}								\
+	start = now_ms();						\
+	r = SEMC_WATCH_OTHER;						\
+	expect(watcher, semc_watch(watcher, "jobs", t, 10000, &r),	\
+	    SEMC_OK, "WATCH until " what);				\
+	check(r == reason, "reason %s (want %s), after %lld ms",	\
+	    semc_reasonname(r), semc_reasonname(reason),		\
+	    (long long)(now_ms() - start));				\
+	waitpid(pid, NULL, 0);						\
+} while (0)
+
+	WATCH_END("RELEASE", SEMC_WATCH_RELEASED,
+	    semc_release(c, "jobs", t));
+	expect(c, semc_acquire(c, "jobs", 1, 0, SEMC_BOUND, &t), SEMC_OK,
+	    "ACQUIRE jobs again");
+	WATCH_END("REVOKE", SEMC_WATCH_REVOKED,
+	    other = handle(port, NULL, 0); semc_revoke(other, "jobs", t);
+	    semc_free(other));
+	semc_close(c);		/* the parent forgets the revoked permit */
+	expect(c, semc_acquire(c, "jobs", 1, 0, SEMC_BOUND, &t), SEMC_OK,
+	    "ACQUIRE jobs, bound, once more");
+	WATCH_END("its connection closes", SEMC_WATCH_CLOSED, semc_quit(c));
+	expect(c, semc_acquire(c, "jobs", 1, 0, 300, &t), SEMC_OK,
+	    "ACQUIRE jobs LEASE 300");
+	WATCH_END("the lease runs out", SEMC_WATCH_EXPIRED, (void)0);
+#undef WATCH_END
+	check(strcmp(semc_reasonname(SEMC_WATCH_UNCLAIMED), "unclaimed") ==
+	    0 && strcmp(semc_reasonname(SEMC_WATCH_TIMEOUT), "timeout") == 0,
+	    "semc_reasonname");
+	semc_free(watcher);
+	semc_free(c);
+}
+
+static void
+scenario_watchone(const char *port, const char *token, const char *want)
+{
+	struct semc		*c = handle(port, NULL, 0);
+	enum semc_watch_reason	 r = SEMC_WATCH_TIMEOUT;
+
+	expect(c, semc_watch(c, "jobs", strtoull(token, NULL, 10), 20000, &r),
+	    SEMC_OK, "WATCH jobs until the grant ends");
+	check(strcmp(semc_reasonname(r), want) == 0, "reason %s (want %s)",
+	    semc_reasonname(r), want);
+	semc_free(c);
+}
+
+static void
+scenario_keeperwatch(const char *port)
+{
+	struct semc		*c = handle(port, NULL, 0);
+	struct semc_opts	 opts;
+	struct semc_keeper	*k;
+	struct semc_client	*cl;
+	struct lost_seen	 seen;
+	struct pollfd		 pfd;
+	uint64_t		 t;
+	int64_t			 start, took;
+	size_t			 n, i;
+	int			 watching = 0, tries;
+
+	memset(&seen, 0, sizeof(seen));
+	pthread_mutex_init(&seen.lock, NULL);
+	memset(&opts, 0, sizeof(opts));
+	opts.port = atoi(port);
+	opts.name = "keeper";
+	if ((k = semc_keeper_new(&opts, keeper_lost, &seen)) == NULL) {
+		check(0, "semc_keeper_new");
+		return;
+	}
+	/* 30 s: its first refresh is 10 s away, so only WATCH can tell. */
+	expect(c, semc_acquire(c, "jobs", 1, 1000, 30000, &t), SEMC_OK,
+	    "ACQUIRE jobs LEASE 30000");
+	expect(c, semc_keeper_add(k, "jobs", t, 30000), SEMC_OK,
+	    "semc_keeper_add");
+	for (tries = 0; tries < 250 && !watching; tries++) {
+		if (semc_clients(c, &cl, &n) != SEMC_OK)
+			break;
+		for (i = 0; i < n; i++)
+			if (strcmp(cl[i].name, "keeper") == 0 &&
+			    strcmp(cl[i].cmd, "watch") == 0 && cl[i].waiting)
+				watching = 1;
+		free(cl);
+		if (!watching)
+			poll(NULL, 0, 20);
+	}
+	check(watching, "the keeper WATCHes the lease on a connection "
+	    "named by opts.name");
+	pfd.fd = semc_keeper_fd(k);
+	pfd.events = POLLIN;
+	start = now_ms();
+	expect(c, semc_revoke(c, "jobs", t), SEMC_OK, "REVOKE the lease");
+	check(poll(&pfd, 1, 10000) == 1, "the keeper's fd becomes readable");
+	took = now_ms() - start;
+	printf("keeper told of the revoked lease in %lld ms\n",
+	    (long long)took);
+	check(took < 1000, "the keeper was told through WATCH, long before "
+	    "its first refresh (10 s): %lld ms", (long long)took);
+	check(semc_keeper_lost(k, "jobs", t), "semc_keeper_lost: lost");
+	pthread_mutex_lock(&seen.lock);
+	check(seen.calls == 1 && seen.why == SEMC_ERR_NOTHELD &&
+	    seen.token == t, "the callback was called once, with NOTHELD "
+	    "(calls %d, why %s)", seen.calls, semc_errname(seen.why));
+	pthread_mutex_unlock(&seen.lock);
+
+	/* Removed and released: the WATCH's "released" is no loss. */
+	expect(c, semc_acquire(c, "jobs", 1, 1000, 30000, &t), SEMC_OK,
+	    "ACQUIRE jobs LEASE 30000 again");
+	expect(c, semc_keeper_add(k, "jobs", t, 30000), SEMC_OK, "keep it");
+	poll(NULL, 0, 200);
+	expect(c, semc_keeper_remove(k, "jobs", t), SEMC_OK, "unkeep it");
+	expect(c, semc_release(c, "jobs", t), SEMC_OK, "release it");
+	poll(NULL, 0, 200);
+	pthread_mutex_lock(&seen.lock);
+	check(seen.calls == 1, "no loss reported for a lease removed, then "
+	    "released (calls %d)", seen.calls);
+	pthread_mutex_unlock(&seen.lock);
+	semc_keeper_free(k);
+	pthread_mutex_destroy(&seen.lock);
+	semc_free(c);
+}
+
+static void
+scenario_version(void)
+{
+	char	built[32];
+
+	snprintf(built, sizeof(built), "%d.%d.%d", SEMC_VERSION_MAJOR,
+	    SEMC_VERSION_MINOR, SEMC_VERSION_PATCH);
+	check(strcmp(built, SEMC_VERSION) == 0, "SEMC_VERSION %s is "
+	    "MAJOR.MINOR.PATCH (%s)", SEMC_VERSION, built);
+	check(strcmp(SEMC_VERSION, PACKAGE_VERSION) == 0, "SEMC_VERSION "
+	    "%s is configure.ac's version %s", SEMC_VERSION, PACKAGE_VERSION);
+	check(strcmp(semc_version(), SEMC_VERSION) == 0, "semc_version() "
+	    "%s", semc_version());
+}
+
 int
 main(int argc, char **argv)
 {
@@ -716,6 +1011,16 @@ main(int argc, char **argv)
 		scenario_failover(argv[2]);
 	else if (argc >= 3 && strcmp(argv[1], "keeperfail") == 0)
 		scenario_keeperfail(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "who") == 0)
+		scenario_who(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "watch") == 0)
+		scenario_watch(argv[2]);
+	else if (argc >= 5 && strcmp(argv[1], "watchone") == 0)
+		scenario_watchone(argv[2], argv[3], argv[4]);
+	else if (argc >= 3 && strcmp(argv[1], "keeperwatch") == 0)
+		scenario_keeperwatch(argv[2]);
+	else if (argc >= 2 && strcmp(argv[1], "version") == 0)
+		scenario_version();
 	else {
 		fprintf(stderr, "usage: semc_api SCENARIO ARGS...\n");
 		return (2);

@@ -3,7 +3,7 @@
 semd on the same port). With persistence, the permit bound to the old
 connection is taken back by ATTACH, by libsemc and by `semd-cli run`.
 Without it, semd forgot the permit: libsemc reports it lost, and `run`
-warns while CMD goes on."""
+stops CMD (SIGTERM) and exits 76."""
 import os
 import signal
 import subprocess
@@ -80,13 +80,18 @@ def run_across_restart(want, *args):
         ok(wait_until(lambda: said("is lost"), 15),
            "run warns that the permit is lost")
         eq(c.info("jobs")["used"], "0", "the new semd knows no permit")
-    open(gate, "w").close()
+    if want == "kept":
+        open(gate, "w").close()
     p.wait(timeout=30)
     with open(errpath) as f:
         err = f.read()
     note(err)
     no_sanitizer_report(err, "semd-cli run")
-    eq(p.returncode, 5, "run still exits with CMD's status (5)")
+    if want == "kept":
+        eq(p.returncode, 5, "run still exits with CMD's status (5)")
+    else:
+        eq(p.returncode, 76, "the permit was lost: CMD was stopped, and "
+           "run exits 76")
     eq(c.info("jobs")["used"], "0", "no permit left held at the end")
     ok("release of jobs failed" not in err, "no failed release", err)
     d.stop()

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """semd-cli run SEM -- CMD: it keeps CMD's exit status, forwards signals,
-releases on every way out (CMD's end, SIGTERM to semd-cli, even SIGKILL),
+releases on every way out (CMD's end, SIGTERM to semd-cli; after SIGKILL
+of semd-cli, when CMD ends),
 and three jobs through a capacity-1 semaphore run one at a time, in the
 order they arrived."""
 import os
@@ -8,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,7 +42,7 @@ def test_exit_status():
         eq(c.info("one")["used"], "0", "every run released its permit")
         eq(c.stats()["releases"], "4", "by RELEASE, four times")
         rc, out, _ = cli(d.port, "run", "one", "-n", "1", "--timeout",
-                         "5s", "--", "sh", "-c",
+                         "5", "--", "sh", "-c",
                          "echo $SEMD_TEST_ENV", env={"SEMD_TEST_ENV": "x"})
         eq((rc, out), (0, "x\n"), "-n and --timeout; CMD gets the "
            "environment")
@@ -53,7 +55,7 @@ def test_not_granted():
         marker = os.path.join(tempfile.mkdtemp(prefix="semdtest."), "ran")
         rc, out, err = cli(d.port, "run", "one", "--timeout", "100ms", "--",
                            "touch", marker)
-        eq(rc, 1, "not granted within --timeout: exit 1")
+        eq(rc, 75, "not granted within --timeout: exit 75")
         ok(not os.path.exists(marker), "and CMD did not run")
         expect(c, "RELEASE one %d" % t, "OK")
         rc, out, err = cli(free_port(), "run", "one", "--", "touch",
@@ -110,11 +112,13 @@ def test_sigkill():
         eq(p.stdout.readline(), b"ready\n", "CMD runs")
         p.kill()
         p.wait()
-        ok(wait_until(lambda: c.info("one")["used"] == "0", 10),
-           "semd-cli killed by SIGKILL: its connection closed, the "
-           "permit is free")
+        time.sleep(0.3)
+        eq(c.info("one")["used"], "1", "semd-cli killed by SIGKILL: CMD "
+           "still holds the connection, and the permit (as flock)")
         with open(pidfile) as f:
             os.kill(int(f.read()), signal.SIGKILL)
+        ok(wait_until(lambda: c.info("one")["used"] == "0", 10),
+           "CMD killed too: the connection closed, the permit is free")
 
 
 def test_fifo_one_at_a_time():

@@ -5,8 +5,8 @@
  * The input up to its first NUL byte becomes the file given with -c (a
  * temporary file, rewritten for each input); the bytes after it, split on
  * NUL, become "--directive value..." words of the command line, which
- * override the file. Words that would make config_load print and stop
- * (--help, --version) or read another file (-c) are left out. A load must
+ * override the file. Words that would make config_load print (--help,
+ * --version, -T) or read another file (-c) are left out. A load must
  * either fail with a message, or give a configuration whose every
  * value is in its directive's range and whose cross-checks hold; either
  * way config_free() must leave nothing behind.
@@ -68,7 +68,8 @@ conf_write(const uint8_t *p, size_t len)
 static int
 skipped(const char *w)
 {
-	return (strcmp(w, "-c") == 0 || strcmp(w, "-h") == 0 ||
+	return (strcmp(w, "-c") == 0 || strcmp(w, "-T") == 0 ||
+	    strcmp(w, "-h") == 0 ||
 	    strcmp(w, "--help") == 0 || strcmp(w, "-v") == 0 ||
 	    strcmp(w, "--version") == 0);
 }
@@ -93,6 +94,16 @@ check_config(const struct config *cfg)
 	    "max-semaphores");
 	CHECK(cfg->tcp_keepalive_ms >= 0 && cfg->tcp_keepalive_ms <= 7200000,
 	    "tcp-keepalive");
+	CHECK(cfg->timeout_ms >= 0 && cfg->timeout_ms <= 604800000, "timeout");
+	CHECK(cfg->line_timeout_ms >= 0 && cfg->line_timeout_ms <= 3600000,
+	    "line-timeout");
+	CHECK(cfg->auth_timeout_ms >= 0 && cfg->auth_timeout_ms <= 3600000,
+	    "auth-timeout");
+	CHECK(cfg->syslog == 0 || cfg->syslog == 1, "syslog");
+	CHECK(cfg->daemonize == 0 || cfg->daemonize == 1, "daemonize");
+	CHECK(cfg->persistence_pipeline >= 1 &&
+	    cfg->persistence_pipeline <= CONFIG_PIPELINE_MAX,
+	    "persistence-pipeline");
 	CHECK(cfg->redis_db >= 0 && cfg->redis_db <= 65535, "redis-db");
 	CHECK(cfg->redis_timeout_ms >= 10 && cfg->redis_timeout_ms <= 60000,
 	    "redis-timeout");
@@ -127,11 +138,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct config	 cfg;
-	const uint8_t	*nul = memchr(data, '\0', size);
-	size_t		 flen = nul != NULL ? (size_t)(nul - data) : size;
-	char		*args = NULL, *argv[ARGS_MAX + 4], err[512], *w, *end;
-	int		 argc = 0, check_only, exit_now, rc;
+	struct config		 cfg;
+	const uint8_t		*nul = memchr(data, '\0', size);
+	size_t			 flen = nul != NULL ? (size_t)(nul - data) : size;
+	char			*args = NULL, *argv[ARGS_MAX + 4], err[512];
+	char			*w, *end;
+	enum config_action	 action = CONFIG_RUN;
+	int			 argc = 0, rc;
 
 	conf_open();
 	conf_write(data, flen);
@@ -153,9 +166,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[argc] = NULL;
 
 	memset(err, 0, sizeof(err));
-	rc = config_load(&cfg, argc, argv, &check_only, &exit_now, err,
-	    sizeof(err));
-	CHECK(!exit_now, "config_load stopped for --help or --version");
+	rc = config_load(&cfg, argc, argv, &action, err, sizeof(err));
+	CHECK(action != CONFIG_EXIT && action != CONFIG_DUMP,
+	    "config_load printed for --help, --version or -T");
 	if (rc == 0)
 		check_config(&cfg);
 	else {

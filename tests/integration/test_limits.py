@@ -153,6 +153,72 @@ def test_max_output():
            "a warning is logged")
 
 
+def test_listing_over_max_output_reaches_a_reader():
+    """Issue 10: LIST of 100 semaphores with --max-output 4096 used to close
+    the connection before a byte was sent, although the client reads."""
+    with start_semd("--max-output", "4096") as d:
+        c = d.connect()
+        names = ["a-semaphore-with-a-long-name-%03d" % i for i in range(100)]
+        c.send("".join("CREATE %s 1\r\n" % n for n in names))
+        ok(all(g == "OK" for g in c.lines(100, timeout=20)), "100 CREATEs")
+        rows = c.listing("LIST", timeout=20)
+        eq(sorted(r["name"] for r in rows), names, "LIST, about 8 KB, twice "
+           "max-output, reaches a client that reads it, whole")
+        expect(c, "PING", "OK PONG", "and the connection stays open")
+        rows = c.listing("LIST", timeout=20)
+        eq(len(rows), 100, "a second LIST too")
+
+
+def test_slow_senders_are_closed():
+    """Issue 10: connections sending a byte a second without a newline
+    held their slots for ever, so anyone could fill maxclients."""
+    with start_semd("--line-timeout", "1s", "--maxclients", "40") as d:
+        ctl = d.connect()
+        base = int(ctl.stats()["connections"])
+        slow = [connect(d.port) for _ in range(30)]
+        t0 = time.monotonic()
+        alive = list(slow)
+        while time.monotonic() - t0 < 4 and alive:
+            still = []
+            for s in alive:
+                try:
+                    s.sock.send(b"P")
+                    still.append(s)
+                except OSError:
+                    pass
+            alive = still
+            time.sleep(0.3)
+        closed = wait_until(
+            lambda: int(ctl.stats()["connections"]) == base, 10, 0.1)
+        ok(closed, "30 connections trickling a line without a newline are "
+           "closed after line-timeout (1 s)", ctl.stats()["connections"])
+        for s in slow:
+            s.close()
+        fresh = [d.connect() for _ in range(30)]
+        ok(all(f.cmd("PING") == "OK PONG" for f in fresh),
+           "their slots serve new clients")
+        ok(any("line-timeout" in ln for ln in d.log_lines()),
+           "the log says why they were closed")
+
+
+def test_idle_and_auth_timeouts():
+    with start_semd("--timeout", "1s", "--semaphore", "s", "1") as d:
+        idle, holder = d.connect(), d.connect()
+        expect(idle, "PING", "OK PONG")
+        expect_token(holder, "ACQUIRE s")
+        ok(idle.expect_closed(5), "--timeout 1s: an idle connection is "
+           "closed")
+        expect(holder, "PING", "OK PONG", "one holding a bound permit is "
+               "not (closing it would release the permit)")
+    with start_semd("--requirepass", "pw", "--auth-timeout", "1s") as d:
+        anon, authed = d.connect(), d.connect()
+        expect(authed, "AUTH pw", "OK")
+        expect(anon, "PING", "OK PONG")
+        ok(anon.expect_closed(5), "--auth-timeout 1s: a connection that "
+           "does not AUTH is closed")
+        expect(authed, "PING", "OK PONG", "an authenticated one stays")
+
+
 def test_maxclients():
     with start_semd("--maxclients", "3") as d:
         cs = [d.connect() for _ in range(3)]
@@ -216,5 +282,7 @@ def test_backlog_behind_wait():
 if __name__ == "__main__":
     run(test_max_line_default, test_max_line_custom,
         test_one_mib_without_newline, test_flood_is_not_swallowed,
-        test_max_output, test_maxclients, test_max_semaphores,
+        test_max_output, test_listing_over_max_output_reaches_a_reader,
+        test_slow_senders_are_closed, test_idle_and_auth_timeouts,
+        test_maxclients, test_max_semaphores,
         test_backlog_behind_wait)

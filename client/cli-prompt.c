@@ -133,6 +133,7 @@ readline(const char *prompt)
 #endif
 
 #include "cli.h"
+#include "proto.h"
 
 #define CLI_WORDS_MAX		64
 #define CLI_LINE_MAX		8192	/* bytes in a line of a pipe */
@@ -279,16 +280,7 @@ cli_prompt_histfile(void)
 static int
 cli_split(char *line, char **words, int max)
 {
-	char	*save = NULL, *w;
-	int	 n = 0;
-
-	for (w = strtok_r(line, " \t\r\n", &save); w != NULL;
-	    w = strtok_r(NULL, " \t\r\n", &save)) {
-		if (n == max)
-			return (-1);
-		words[n++] = w;
-	}
-	return (n);
+	return (proto_split_words(line, words, (size_t)max));
 }
 
 /*

@@ -410,22 +410,16 @@ static int
 config_split(char *line, char **words, size_t max)
 {
 	struct proto_word	w;
-	size_t			n = 0, i, pos = 0, len = strcspn(line, "\r\n");
-	size_t			lens[CONFIG_WORDS_MAX];
+	size_t			pos = 0, len = strcspn(line, "\r\n");
 
-	/* The protocol's tokenizer: words are separated by blanks. */
+	/* A word starting with '#' begins a comment, to the end of line. */
 	while (proto_next_word(line, len, &pos, &w)) {
-		if (w.p[0] == '#')
-			break;		/* a comment, to the end of the line */
-		if (n == max || n == CONFIG_WORDS_MAX)
-			return (-1);
-		words[n] = (char *)w.p;
-		lens[n++] = w.len;
+		if (w.p[0] == '#') {
+			line[w.p - line] = '\0';
+			break;
+		}
 	}
-	/* Each word ends at a blank or at the line's end: terminate it. */
-	for (i = 0; i < n; i++)
-		words[i][lens[i]] = '\0';
-	return ((int)n);
+	return (proto_split_words(line, words, max));
 }
 
 static int

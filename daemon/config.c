@@ -115,6 +115,11 @@ static const struct config_directive directives[] = {
 	    OFF(owner_lease_ms), 0 },
 	{ "standby",		CONF_BOOL, 0, 1, "no", OFF(standby), 0 },
 	{ "advertise",		CONF_STRING, 0, 0, NULL, OFF(advertise), 0 },
+	{ "metrics-port",	CONF_INT, 0, 65535, "0", OFF(metrics_port), 0 },
+	{ "metrics-bind",	CONF_STRING, 0, 0, "127.0.0.1",
+	    OFF(metrics_bind), 0 },
+	{ "metrics-max-semaphores", CONF_INT, 0, 1000000, "1000",
+	    OFF(metrics_max_semaphores), 1 },
 };
 #undef OFF
 
@@ -136,7 +141,7 @@ static const char usage_text[] =
 "            redis-password redis-db redis-prefix redis-timeout\n"
 "            reclaim-grace persistence-backlog persistence-pipeline\n"
 "            owner-lease standby\n"
-"            advertise\n"
+"            advertise metrics-port metrics-bind metrics-max-semaphores\n"
 "See semd.conf(5) for each directive, its default and its range.\n";
 
 #define NDIRECTIVES	(sizeof(directives) / sizeof(directives[0]))
@@ -537,6 +542,16 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 			return (-1);
 		}
 	}
+	if (!config_numeric_addr(cfg->metrics_bind)) {
+		snprintf(err, errlen, "metrics-bind %.64s: not a numeric IPv4 "
+		    "or IPv6 address", cfg->metrics_bind);
+		return (-1);
+	}
+	if (cfg->metrics_port != 0 && cfg->metrics_port == cfg->port) {
+		snprintf(err, errlen, "metrics-port %lld is the port of the "
+		    "line protocol", (long long)cfg->metrics_port);
+		return (-1);
+	}
 	if (config_absolute(&cfg->logfile, err, errlen) != 0 ||
 	    config_absolute(&cfg->pidfile, err, errlen) != 0 ||
 	    config_absolute(&cfg->unixsocket, err, errlen) != 0)
@@ -892,5 +907,6 @@ config_free(struct config *cfg)
 	free(cfg->redis_password);
 	free(cfg->redis_prefix);
 	free(cfg->advertise);
+	free(cfg->metrics_bind);
 	memset(cfg, 0, sizeof(*cfg));
 }

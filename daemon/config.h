@@ -66,6 +66,10 @@ struct config {
 	int64_t			 owner_lease_ms;
 	int64_t			 standby;	/* wait while another owns */
 	char			*advertise;	/* NULL: first bind and port */
+
+	int64_t			 metrics_port;	/* 0: no metrics endpoint */
+	char			*metrics_bind;
+	int64_t			 metrics_max_semaphores; /* then "_other" */
 };
 
 /* "none", "sync" or "async". */

@@ -547,6 +547,8 @@ conn_reply_err(struct conn *c, enum proto_err code, const char *fmt, ...)
 	va_list	ap;
 
 	c->srv->stats.errors_total++;
+	if ((unsigned)code < PERR__COUNT)
+		c->srv->stats.errors[code]++;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);

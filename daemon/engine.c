@@ -62,7 +62,7 @@ struct engine_sem {
 
 static void	grant_release(struct engine *, struct grant *,
 		    enum engine_release_reason);
-static void	sem_wake(struct engine *, struct sem *);
+static void	sem_wake(struct engine *, struct sem *, int);
 
 /* calloc that aborts on failure. */
 static void *
@@ -213,13 +213,15 @@ grant_new(struct engine *e, struct sem *s, uint64_t token, uint32_t n,
 
 /*
  * Grant n units of s to o: bound when lease_ms is -1, else a lease from
- * now. Emits GRANTED with cookie; returns the grant.
+ * now. asked_ms is when it was asked for (the wait histogram). Emits
+ * GRANTED with cookie; returns the grant.
  */
 static struct grant *
 grant_make(struct engine *e, struct sem *s, struct owner *o, uint32_t n,
-    int64_t lease_ms, void *cookie)
+    int64_t lease_ms, void *cookie, uint64_t asked_ms)
 {
 	struct grant	*g;
+	uint64_t	 now = engine_now(e);
 
 	if (lease_ms < 0)
 		g = grant_new(e, s, ++e->last_token, n, GRANT_CONN, o, 0);
@@ -228,6 +230,8 @@ grant_make(struct engine *e, struct sem *s, struct owner *o, uint32_t n,
 		    (uint64_t)lease_ms);
 	}
 	e->stats.grants_total++;
+	s->stats.grants_total++;
+	histo_observe(&s->stats.wait, now > asked_ms ? now - asked_ms : 0);
 	engine_emit(e, ENGINE_EV_GRANTED, s, g, cookie);
 	return (g);
 }
@@ -253,8 +257,14 @@ grant_release(struct engine *e, struct grant *g,
     enum engine_release_reason reason)
 {
 	struct sem	*s = g->sem;
+	uint64_t	 now = engine_now(e);
 
 	grant_unlink(e, g);
+	s->stats.releases_total[reason]++;
+	s->stats.last_release_ms = now;
+	if (reason != RELEASE_UNDONE)
+		histo_observe(&s->stats.hold, now > g->granted_ms ?
+		    now - g->granted_ms : 0);
 	if (reason == RELEASE_UNDONE)
 		e->stats.grants_total--;
 	else
@@ -265,7 +275,7 @@ grant_release(struct engine *e, struct grant *g,
 		e->stats.revoked_total++;
 	engine_emit_released(e, s, g, reason);
 	grant_free(g);
-	sem_wake(e, s);
+	sem_wake(e, s, 1);
 }
 
 /* Take w off its queue and cancel its timer; it stays on its owner's. */
@@ -299,19 +309,25 @@ waiter_timer_fired(void *arg)
 	waiter_dequeue(e, w);
 	waiter_free(w);
 	e->stats.timeouts_total++;
+	s->stats.timeouts_total++;
 	engine_emit(e, ENGINE_EV_WAIT_TIMEOUT, s, NULL, cookie);
-	sem_wake(e, s);
+	sem_wake(e, s, 0);
 }
 
-/* Grant the head of s's queue while it fits (the FIFO rules above). */
+/*
+ * Grant the head of s's queue while it fits (the FIFO rules above). With
+ * released set, units came back by a release: a waiter granted now and
+ * queued before that release was handed them (the hand-off histogram).
+ */
 static void
-sem_wake(struct engine *e, struct sem *s)
+sem_wake(struct engine *e, struct sem *s, int released)
 {
 	struct waiter	*w;
 	void		*cookie;
 	struct owner	*o;
 	uint32_t	 n;
 	int64_t		 lease_ms;
+	uint64_t	 asked_ms, now;
 
 	if (e->held)
 		return;
@@ -320,9 +336,16 @@ sem_wake(struct engine *e, struct sem *s)
 		o = w->owner;
 		n = w->n;
 		lease_ms = w->lease_ms;
+		asked_ms = w->enqueued_ms;
+		if (released && s->stats.last_release_ms >= asked_ms) {
+			now = engine_now(e);
+			histo_observe(&s->stats.handoff,
+			    now > s->stats.last_release_ms ?
+			    now - s->stats.last_release_ms : 0);
+		}
 		waiter_dequeue(e, w);
 		waiter_free(w);
-		grant_make(e, s, o, n, lease_ms, cookie);
+		grant_make(e, s, o, n, lease_ms, cookie, asked_ms);
 	}
 }
 
@@ -415,7 +438,7 @@ engine_resize(struct engine *e, struct sem *s, uint32_t capacity)
 {
 	s->capacity = capacity;
 	engine_emit(e, ENGINE_EV_SEM_RESIZED, s, NULL, NULL);
-	sem_wake(e, s);
+	sem_wake(e, s, 0);
 }
 
 enum proto_err
@@ -460,7 +483,7 @@ engine_owner_free(struct engine *e, struct owner *o)
 		grant_release(e, o->grants, RELEASE_CLOSED);
 	/* Serve the queues the waiters left, as after a timeout. */
 	DL_FOREACH_SAFE2(o->waiters, w, wtmp, own_next) {
-		sem_wake(e, w->sem);
+		sem_wake(e, w->sem, 0);
 		waiter_free(w);
 	}
 	e->nowners--;
@@ -481,12 +504,14 @@ engine_acquire(struct engine *e, struct sem *s, struct owner *o, uint32_t n,
 	if (e->held)
 		return (PERR_UNAVAILABLE);
 	if (s->queue == NULL && s->used + n <= s->capacity) {
-		*grant = grant_make(e, s, o, n, lease_ms, NULL);
+		*grant = grant_make(e, s, o, n, lease_ms, NULL,
+		    engine_now(e));
 		*status = ACQUIRE_GRANTED;
 		return (PERR_NONE);
 	}
 	if (timeout_ms == 0) {
 		e->stats.timeouts_total++;
+		s->stats.timeouts_total++;
 		*status = ACQUIRE_TIMEOUT;
 		return (PERR_NONE);
 	}
@@ -611,7 +636,7 @@ engine_hold_grants(struct engine *e, int hold)
 		return;
 	/* A queue may have been held back with room to spare: serve it. */
 	HASH_ITER(hh, e->sems, s, tmp)
-		sem_wake(e, s);
+		sem_wake(e, s, 1);
 }
 
 struct grant *
@@ -658,6 +683,17 @@ engine_waited_ms(struct engine *e, const struct waiter *w)
 	uint64_t	now = engine_now(e);
 
 	return (now > w->enqueued_ms ? now - w->enqueued_ms : 0);
+}
+
+const char *
+engine_release_reason_name(enum engine_release_reason reason)
+{
+	static const char *const names[RELEASE_NREASONS] = {
+		"released", "revoked", "expired", "closed", "unclaimed",
+		"undone"
+	};
+
+	return ((unsigned)reason < RELEASE_NREASONS ? names[reason] : "unknown");
 }
 
 const char *

@@ -18,6 +18,7 @@
 
 #include <uthash.h>
 
+#include "histo.h"
 #include "proto.h"
 
 struct engine;
@@ -83,6 +84,30 @@ struct waiter {
 	struct waiter	*own_prev, *own_next;	/* owner->waiters */
 };
 
+enum engine_release_reason {
+	RELEASE_BY_HOLDER,	/* RELEASE */
+	RELEASE_REVOKED,	/* REVOKE */
+	RELEASE_EXPIRED,	/* the lease ran out */
+	RELEASE_CLOSED,		/* the owning connection closed */
+	RELEASE_UNCLAIMED,	/* nobody ATTACHed within the reclaim grace */
+	RELEASE_UNDONE		/* its grant could not be persisted */
+};
+#define RELEASE_NREASONS	(RELEASE_UNDONE + 1)
+
+/*
+ * What a semaphore has done since it was created (or loaded): for the
+ * metrics endpoint and INFO. Counters only grow; times are ms.
+ */
+struct sem_stats {
+	uint64_t	 grants_total;	/* grants made (undone ones too) */
+	uint64_t	 releases_total[RELEASE_NREASONS];
+	uint64_t	 timeouts_total; /* acquires answered TIMEOUT */
+	uint64_t	 last_release_ms; /* when units last came back */
+	struct histo	 wait;		/* request to grant, granted only */
+	struct histo	 handoff;	/* freeing release to a waiter's grant */
+	struct histo	 hold;		/* grant to release (not undone) */
+};
+
 /* A named counting semaphore. */
 struct sem {
 	char		 name[PROTO_NAME_MAX + 1];
@@ -93,6 +118,7 @@ struct sem {
 	uint32_t	 nwaiters;
 	struct grant	*grants;	/* utlist, in grant order */
 	struct waiter	*queue;		/* utlist, head is served first */
+	struct sem_stats stats;
 	UT_hash_handle	 hh;		/* engine->sems by name */
 };
 
@@ -112,15 +138,6 @@ enum engine_event_type {
 	ENGINE_EV_REFRESHED,	/* a lease got a new deadline */
 	ENGINE_EV_ATTACHED,	/* an unowned grant is bound again */
 	ENGINE_EV_WAIT_TIMEOUT	/* a queued waiter gave up; cookie is set */
-};
-
-enum engine_release_reason {
-	RELEASE_BY_HOLDER,	/* RELEASE */
-	RELEASE_REVOKED,	/* REVOKE */
-	RELEASE_EXPIRED,	/* the lease ran out */
-	RELEASE_CLOSED,		/* the owning connection closed */
-	RELEASE_UNCLAIMED,	/* nobody ATTACHed within the reclaim grace */
-	RELEASE_UNDONE		/* its grant could not be persisted */
 };
 
 struct engine_event {
@@ -276,6 +293,8 @@ void		 engine_grant_set_holder(struct grant *g, const char *name,
 int64_t		 engine_grant_ttl_ms(struct engine *e, const struct grant *g);
 /* How long a waiter has waited. */
 uint64_t	 engine_waited_ms(struct engine *e, const struct waiter *w);
+/* "released", "revoked", "expired", "closed", "unclaimed" or "undone". */
+const char	*engine_release_reason_name(enum engine_release_reason reason);
 /* "conn" or "lease" (an unowned grant shows as "conn"). */
 const char	*engine_kind_name(enum grant_kind kind);
 

@@ -24,6 +24,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "persist.h"
 #include "server.h"
@@ -347,6 +348,11 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 		fatalx("evtimer_new");
 	server_clip_maxclients(cfg);
 	conn_sweep_start(srv);
+	/*
+	 * Before the state is loaded, so that /healthz can say "loading" or
+	 * "standby" while the line protocol is not listening yet.
+	 */
+	srv->metrics = metrics_start(srv);
 	if (cfg->persistence != PERSIST_NONE)
 		notify_send("STATUS=loading from redis %s", cfg->redis);
 	persist_start(srv->persist, &hooks, srv);
@@ -394,6 +400,8 @@ server_shutdown(struct server *srv)
 	for (i = 0; i < srv->nlisteners; i++)
 		evconnlistener_free(srv->listeners[i]);
 	srv->nlisteners = 0;
+	metrics_stop(srv->metrics);
+	srv->metrics = NULL;
 	if (srv->unix_bound)
 		unlink(srv->cfg->unixsocket);
 	server_tell_waiters(srv);

@@ -14,6 +14,7 @@
 #include "proto.h"
 
 struct conn;
+struct metrics;
 struct persist;
 struct timers;
 struct watch_set;
@@ -26,6 +27,7 @@ struct server_stats {
 	uint64_t	commands_total;
 	uint64_t	errors_total;		/* ERR replies */
 	uint64_t	calls[VERB__COUNT];
+	uint64_t	errors[PERR__COUNT];	/* ERR replies by code */
 };
 
 struct server {
@@ -34,6 +36,7 @@ struct server {
 	struct engine		*engine;
 	struct timers		*timers;
 	struct persist		*persist;	/* always set; may be "none" */
+	struct metrics		*metrics;	/* NULL: metrics-port 0 */
 	struct evconnlistener	*listeners[SERVER_MAX_LISTENERS];
 	size_t			 nlisteners;
 	int			 unix_bound;	/* ours to unlink at exit */

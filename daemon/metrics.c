@@ -1,0 +1,501 @@
+/*
+ * metrics.c: the monitoring endpoint (see metrics.h): an evhttp server on
+ * the daemon's loop, the Prometheus text exposition (format 0.0.4) and
+ * the health check.
+ *
+ * A scrape walks the semaphores once per metric family (the format wants
+ * each family's samples together); the first metrics-max-semaphores
+ * semaphores, in creation order, get their own "sem" label, the rest are
+ * summed under sem="_other", so a scrape stays bounded whatever the
+ * number of semaphores. Histograms are kept in milliseconds by the engine
+ * (histo.h) and printed in seconds, cumulative, as the format wants.
+ *
+ * A slow or hostile client is bounded by evhttp: a read or write that
+ * stalls for METRICS_TIMEOUT_S closes it, headers are capped at
+ * METRICS_MAX_HEADERS bytes, bodies at METRICS_MAX_BODY. evhttp (libevent
+ * 2.1) has no cap on connections: that, and requirepass not applying, is
+ * why the port must stay private (README "Monitoring").
+ */
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "histo.h"
+#include "log.h"
+#include "metrics.h"
+#include "persist.h"
+#include "proc.h"
+#include "server.h"
+#include "timers.h"
+
+#define METRICS_TIMEOUT_S	10
+#define METRICS_MAX_HEADERS	8192
+#define METRICS_MAX_BODY	1024
+/* The label of the semaphores over metrics-max-semaphores. */
+#define METRICS_OTHER		"_other"
+#define METRICS_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+
+struct metrics {
+	struct server			*srv;
+	struct evhttp			*http;
+	struct evhttp_bound_socket	*sock;
+};
+
+/* One "sem" label's numbers: a semaphore, or the "_other" sum. */
+struct metrics_row {
+	const char		*name;
+	uint64_t		 capacity;
+	uint64_t		 used;
+	uint64_t		 holders;
+	uint64_t		 waiters;
+	const struct sem_stats	*st;
+};
+
+/* Append s with '\', '"' and newline escaped, as label values want. */
+static void
+metrics_escape(struct evbuffer *buf, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			evbuffer_add(buf, "\\\\", 2);
+		else if (*s == '"')
+			evbuffer_add(buf, "\\\"", 2);
+		else if (*s == '\n')
+			evbuffer_add(buf, "\\n", 2);
+		else
+			evbuffer_add(buf, s, 1);
+	}
+}
+
+static void
+metrics_family(struct evbuffer *buf, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(buf, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	    name, type);
+}
+
+/* name{sem="..."} value */
+static void
+metrics_sem_sample(struct evbuffer *buf, const char *name,
+    const struct metrics_row *r, uint64_t value)
+{
+	evbuffer_add_printf(buf, "%s{sem=\"", name);
+	metrics_escape(buf, r->name);
+	evbuffer_add_printf(buf, "\"} %llu\n", (unsigned long long)value);
+}
+
+/* A daemon-wide sample with one label, or none when label is NULL. */
+static void
+metrics_sample(struct evbuffer *buf, const char *name, const char *label,
+    const char *value_of_label, uint64_t value)
+{
+	if (label == NULL) {
+		evbuffer_add_printf(buf, "%s %llu\n", name,
+		    (unsigned long long)value);
+		return;
+	}
+	evbuffer_add_printf(buf, "%s{%s=\"", name, label);
+	metrics_escape(buf, value_of_label);
+	evbuffer_add_printf(buf, "\"} %llu\n", (unsigned long long)value);
+}
+
+/* Milliseconds as seconds, exactly: "1.234". */
+static void
+metrics_seconds(char *out, size_t len, uint64_t ms)
+{
+	snprintf(out, len, "%llu.%03llu", (unsigned long long)(ms / 1000),
+	    (unsigned long long)(ms % 1000));
+}
+
+/* A bucket bound in seconds: "0.0001", "2.5", "60". */
+static void
+metrics_bound(char *out, size_t len, uint32_t us)
+{
+	int	n;
+
+	n = snprintf(out, len, "%u.%06u", us / 1000000, us % 1000000);
+	/* Trim trailing zeros, then a trailing point. */
+	while (n > 1 && out[n - 1] == '0')
+		out[--n] = '\0';
+	if (n > 1 && out[n - 1] == '.')
+		out[--n] = '\0';
+}
+
+/* One semaphore's histogram: cumulative buckets, _sum, _count. */
+static void
+metrics_histo(struct evbuffer *buf, const char *name,
+    const struct metrics_row *r, const struct histo *h)
+{
+	uint64_t	cum = 0;
+	char		le[32], sum[32];
+	int		i;
+
+	for (i = 0; i <= HISTO_NBOUNDS; i++) {
+		cum += h->counts[i];
+		if (i < HISTO_NBOUNDS)
+			metrics_bound(le, sizeof(le), histo_bound_us(i));
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		evbuffer_add_printf(buf, "%s_bucket{sem=\"", name);
+		metrics_escape(buf, r->name);
+		evbuffer_add_printf(buf, "\",le=\"%s\"} %llu\n", le,
+		    (unsigned long long)cum);
+	}
+	metrics_seconds(sum, sizeof(sum), h->sum_ms);
+	evbuffer_add_printf(buf, "%s_sum{sem=\"", name);
+	metrics_escape(buf, r->name);
+	evbuffer_add_printf(buf, "\"} %s\n", sum);
+	evbuffer_add_printf(buf, "%s_count{sem=\"", name);
+	metrics_escape(buf, r->name);
+	evbuffer_add_printf(buf, "\"} %llu\n", (unsigned long long)h->count);
+}
+
+/* Add s to the "_other" row. */
+static void
+metrics_fold(struct metrics_row *other, struct sem_stats *sum,
+    const struct sem *s)
+{
+	int	i;
+
+	other->capacity += s->capacity;
+	other->used += s->used;
+	other->holders += s->nholders;
+	other->waiters += s->nwaiters;
+	sum->grants_total += s->stats.grants_total;
+	for (i = 0; i < RELEASE_NREASONS; i++)
+		sum->releases_total[i] += s->stats.releases_total[i];
+	sum->timeouts_total += s->stats.timeouts_total;
+	histo_add(&sum->wait, &s->stats.wait);
+	histo_add(&sum->handoff, &s->stats.handoff);
+	histo_add(&sum->hold, &s->stats.hold);
+}
+
+/*
+ * The rows of a scrape: one per semaphore up to the cap, then "_other"
+ * (also for a semaphore that is itself named "_other"). *nrows is set;
+ * the caller frees the rows and *sum.
+ */
+static struct metrics_row *
+metrics_rows(struct server *srv, size_t *nrows, struct sem_stats **sum)
+{
+	struct engine_stats	 es;
+	struct metrics_row	*rows, *r;
+	struct sem		*s;
+	size_t			 n = 0, cap = (size_t)srv->cfg->metrics_max_semaphores;
+	int			 folded = 0;
+	struct metrics_row	 other = { .name = METRICS_OTHER };
+
+	engine_get_stats(srv->engine, &es);
+	if ((rows = calloc((es.sems < cap ? es.sems : cap) + 1,
+	    sizeof(*rows))) == NULL || (*sum = calloc(1, sizeof(**sum))) ==
+	    NULL)
+		fatalx("out of memory");
+	for (s = engine_sems(srv->engine); s != NULL; s = s->hh.next) {
+		if (n >= cap || strcmp(s->name, METRICS_OTHER) == 0) {
+			metrics_fold(&other, *sum, s);
+			folded = 1;
+			continue;
+		}
+		r = &rows[n++];
+		r->name = s->name;
+		r->capacity = s->capacity;
+		r->used = s->used;
+		r->holders = s->nholders;
+		r->waiters = s->nwaiters;
+		r->st = &s->stats;
+	}
+	if (folded) {
+		other.st = *sum;
+		rows[n++] = other;
+	}
+	*nrows = n;
+	return (rows);
+}
+
+/* The per-semaphore families. */
+static void
+metrics_render_sems(struct server *srv, struct evbuffer *buf)
+{
+	struct metrics_row	*rows;
+	struct sem_stats	*sum;
+	size_t			 n, i;
+	int			 k;
+
+	rows = metrics_rows(srv, &n, &sum);
+#define SEM_GAUGE(metric, help, field) do {				\
+	metrics_family(buf, metric, "gauge", help);			\
+	for (i = 0; i < n; i++)						\
+		metrics_sem_sample(buf, metric, &rows[i], rows[i].field); \
+} while (0)
+	SEM_GAUGE("semd_semaphore_capacity", "Units the semaphore has.",
+	    capacity);
+	SEM_GAUGE("semd_semaphore_used", "Units granted now.", used);
+	SEM_GAUGE("semd_semaphore_holders", "Grants held now.", holders);
+	SEM_GAUGE("semd_semaphore_waiters", "Acquires queued now.", waiters);
+#undef SEM_GAUGE
+	metrics_family(buf, "semd_grants_total", "counter",
+	    "Grants made, at once or to a queued waiter.");
+	for (i = 0; i < n; i++)
+		metrics_sem_sample(buf, "semd_grants_total", &rows[i],
+		    rows[i].st->grants_total);
+	metrics_family(buf, "semd_releases_total", "counter",
+	    "Grants ended, by reason.");
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < RELEASE_NREASONS; k++) {
+			evbuffer_add(buf, "semd_releases_total{sem=\"", 25);
+			metrics_escape(buf, rows[i].name);
+			evbuffer_add_printf(buf, "\",reason=\"%s\"} %llu\n",
+			    engine_release_reason_name(
+			    (enum engine_release_reason)k),
+			    (unsigned long long)rows[i].st->releases_total[k]);
+		}
+	}
+	metrics_family(buf, "semd_timeouts_total", "counter",
+	    "Acquires answered TIMEOUT.");
+	for (i = 0; i < n; i++)
+		metrics_sem_sample(buf, "semd_timeouts_total", &rows[i],
+		    rows[i].st->timeouts_total);
+	metrics_family(buf, "semd_acquire_wait_seconds", "histogram",
+	    "From an acquire to its grant, granted acquires only.");
+	for (i = 0; i < n; i++)
+		metrics_histo(buf, "semd_acquire_wait_seconds", &rows[i],
+		    &rows[i].st->wait);
+	metrics_family(buf, "semd_handoff_seconds", "histogram",
+	    "From the release that freed the units to a queued waiter's "
+	    "grant.");
+	for (i = 0; i < n; i++)
+		metrics_histo(buf, "semd_handoff_seconds", &rows[i],
+		    &rows[i].st->handoff);
+	metrics_family(buf, "semd_hold_seconds", "histogram",
+	    "From a grant to its release.");
+	for (i = 0; i < n; i++)
+		metrics_histo(buf, "semd_hold_seconds", &rows[i],
+		    &rows[i].st->hold);
+	free(rows);
+	free(sum);
+}
+
+/* The daemon-wide families. */
+static void
+metrics_render_daemon(struct server *srv, struct evbuffer *buf)
+{
+	static const char *const states[] = { "off", "loading", "down", "ok",
+	    "standby" };
+	static const char *const roles[] = { "single", "owner", "standby" };
+	struct persist_stats	 ps;
+	struct engine_stats	 es;
+	const char		*name;
+	size_t			 i;
+
+	engine_get_stats(srv->engine, &es);
+	persist_get_stats(srv->persist, &ps);
+	metrics_family(buf, "semd_semaphores", "gauge", "Semaphores now.");
+	metrics_sample(buf, "semd_semaphores", NULL, NULL, es.sems);
+	metrics_family(buf, "semd_connections", "gauge",
+	    "Client connections open now.");
+	metrics_sample(buf, "semd_connections", NULL, NULL, srv->nconns);
+	metrics_family(buf, "semd_connections_total", "counter",
+	    "Client connections accepted.");
+	metrics_sample(buf, "semd_connections_total", NULL, NULL,
+	    srv->stats.connections_total);
+	metrics_family(buf, "semd_commands_total", "counter",
+	    "Requests run, by verb.");
+	for (i = 0; i < VERB__COUNT; i++)
+		metrics_sample(buf, "semd_commands_total", "verb",
+		    proto_verb_name((enum proto_verb)i), srv->stats.calls[i]);
+	metrics_family(buf, "semd_errors_total", "counter",
+	    "ERR replies, by code.");
+	for (i = 1; i < PERR__COUNT; i++) {
+		if ((name = proto_err_name((enum proto_err)i)) != NULL)
+			metrics_sample(buf, "semd_errors_total", "code", name,
+			    srv->stats.errors[i]);
+	}
+	metrics_family(buf, "semd_persistence_state", "gauge",
+	    "1 for the persistence state now, 0 for the others.");
+	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+		metrics_sample(buf, "semd_persistence_state", "state",
+		    states[i], strcmp(ps.state, states[i]) == 0);
+	metrics_family(buf, "semd_persistence_batches_total", "counter",
+	    "Batches Redis acknowledged.");
+	metrics_sample(buf, "semd_persistence_batches_total", NULL, NULL,
+	    ps.batches);
+	metrics_family(buf, "semd_persistence_failures_total", "counter",
+	    "Batches or Redis connections that failed.");
+	metrics_sample(buf, "semd_persistence_failures_total", NULL, NULL,
+	    ps.failures);
+	metrics_family(buf, "semd_persistence_backlog", "gauge",
+	    "Changes not yet written to Redis.");
+	metrics_sample(buf, "semd_persistence_backlog", NULL, NULL,
+	    ps.backlog);
+	metrics_family(buf, "semd_role", "gauge",
+	    "1 for this daemon's role now, 0 for the others.");
+	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		metrics_sample(buf, "semd_role", "role", roles[i],
+		    strcmp(ps.role, roles[i]) == 0);
+	metrics_family(buf, "semd_epoch", "gauge",
+	    "The owner's epoch; 0 when none is known.");
+	metrics_sample(buf, "semd_epoch", NULL, NULL, ps.epoch);
+	metrics_family(buf, "semd_uptime_seconds", "gauge",
+	    "Seconds since the daemon started.");
+	metrics_sample(buf, "semd_uptime_seconds", NULL, NULL,
+	    (timers_now_ms() - srv->start_ms) / 1000);
+	metrics_family(buf, "process_resident_memory_bytes", "gauge",
+	    "Resident memory size in bytes.");
+	metrics_sample(buf, "process_resident_memory_bytes", NULL, NULL,
+	    proc_rss_bytes());
+	metrics_family(buf, "process_open_fds", "gauge",
+	    "Open file descriptors.");
+	metrics_sample(buf, "process_open_fds", NULL, NULL, proc_open_fds());
+}
+
+void
+metrics_render(struct server *srv, struct evbuffer *buf)
+{
+	metrics_render_sems(srv, buf);
+	metrics_render_daemon(srv, buf);
+}
+
+int
+metrics_healthy(struct server *srv, char *buf, size_t len)
+{
+	struct persist_stats	ps;
+
+	persist_get_stats(srv->persist, &ps);
+	switch (persist_role(srv->persist)) {
+	case ROLE_STANDBY:
+		snprintf(buf, len, "standby: owner %s, epoch %llu", ps.owner,
+		    (unsigned long long)ps.epoch);
+		return (0);
+	case ROLE_OWNER:
+		if (strcmp(ps.state, "down") == 0) {
+			snprintf(buf, len, "waiting for redis: %s",
+			    ps.last_error[0] != '\0' ? ps.last_error :
+			    "unreachable");
+			return (0);
+		}
+		if (strcmp(ps.state, "ok") != 0) {
+			snprintf(buf, len, "loading");
+			return (0);
+		}
+		break;
+	case ROLE_SINGLE:
+		break;
+	}
+	if (!srv->loaded || !srv->ready) {
+		snprintf(buf, len, "loading");
+		return (0);
+	}
+	snprintf(buf, len, "ok");
+	return (1);
+}
+
+/* Answer code with a one-line text body. */
+static void
+metrics_reply_text(struct evhttp_request *req, int code, const char *reason,
+    const char *text)
+{
+	struct evbuffer	*body;
+
+	if ((body = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	evbuffer_add_printf(body, "%s\n", text);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; charset=utf-8");
+	evhttp_send_reply(req, code, reason, body);
+	evbuffer_free(body);
+}
+
+static void
+metrics_request_cb(struct evhttp_request *req, void *arg)
+{
+	struct metrics		*m = arg;
+	const struct evhttp_uri	*uri = evhttp_request_get_evhttp_uri(req);
+	const char		*path = uri != NULL ? evhttp_uri_get_path(uri) :
+				    NULL;
+	enum evhttp_cmd_type	 cmd = evhttp_request_get_command(req);
+	struct evbuffer		*body;
+	char			 reason[256];
+	int			 metrics;
+
+	if (path == NULL || ((metrics = strcmp(path, "/metrics") == 0) == 0 &&
+	    strcmp(path, "/healthz") != 0)) {
+		metrics_reply_text(req, HTTP_NOTFOUND, "Not Found",
+		    "not found: try /metrics or /healthz");
+		return;
+	}
+	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Allow", "GET, HEAD");
+		metrics_reply_text(req, 405, "Method Not Allowed",
+		    "method not allowed: use GET");
+		return;
+	}
+	if (!metrics) {
+		if (metrics_healthy(m->srv, reason, sizeof(reason)))
+			metrics_reply_text(req, HTTP_OK, "OK", reason);
+		else
+			metrics_reply_text(req, 503, "Service Unavailable",
+			    reason);
+		return;
+	}
+	if ((body = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	metrics_render(m->srv, body);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", METRICS_CONTENT_TYPE);
+	evhttp_send_reply(req, HTTP_OK, "OK", body);
+	evbuffer_free(body);
+}
+
+struct metrics *
+metrics_start(struct server *srv)
+{
+	struct config	*cfg = srv->cfg;
+	struct metrics	*m;
+	char		 spec[128];
+
+	if (cfg->metrics_port == 0)
+		return (NULL);
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		fatalx("out of memory");
+	m->srv = srv;
+	if ((m->http = evhttp_new(srv->base)) == NULL)
+		fatalx("evhttp_new");
+	/* Every method reaches the callback, which answers 405. */
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
+	    EVHTTP_REQ_PATCH);
+	evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
+	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
+	evhttp_set_max_body_size(m->http, METRICS_MAX_BODY);
+	evhttp_set_gencb(m->http, metrics_request_cb, m);
+	if (strchr(cfg->metrics_bind, ':') != NULL)
+		snprintf(spec, sizeof(spec), "[%s]:%lld", cfg->metrics_bind,
+		    (long long)cfg->metrics_port);
+	else
+		snprintf(spec, sizeof(spec), "%s:%lld", cfg->metrics_bind,
+		    (long long)cfg->metrics_port);
+	m->sock = evhttp_bind_socket_with_handle(m->http, cfg->metrics_bind,
+	    (uint16_t)cfg->metrics_port);
+	if (m->sock == NULL)
+		fatal("metrics: cannot listen on %s", spec);
+	log_info("metrics on http://%s/metrics", spec);
+	return (m);
+}
+
+void
+metrics_stop(struct metrics *m)
+{
+	if (m == NULL)
+		return;
+	evhttp_free(m->http);
+	free(m);
+}

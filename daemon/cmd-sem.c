@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "conn.h"
+#include "histo.h"
 #include "log.h"
 #include "server.h"
 
@@ -62,10 +63,21 @@ cmd_delete(struct cmd_ctx *ctx)
 			    (s)->capacity - (s)->used),			\
 			(s)->nholders, (s)->nwaiters
 
+/*
+ * INFO: the LIST line, then what the histograms say: the median and 99th
+ * percentile of the acquire wait (ms, interpolated in the histogram's
+ * buckets) and the grants ever made.
+ */
 enum cmd_result
 cmd_info(struct cmd_ctx *ctx)
 {
-	conn_reply(ctx->conn, "OK " SEM_INFO_FMT, SEM_INFO_ARGS(ctx->sem));
+	const struct sem_stats	*st = &ctx->sem->stats;
+
+	conn_reply(ctx->conn, "OK " SEM_INFO_FMT " wait_p50_ms=%llu "
+	    "wait_p99_ms=%llu grants_total=%llu", SEM_INFO_ARGS(ctx->sem),
+	    (unsigned long long)histo_quantile_ms(&st->wait, 0.50),
+	    (unsigned long long)histo_quantile_ms(&st->wait, 0.99),
+	    (unsigned long long)st->grants_total);
 	return (CMD_DONE);
 }
 

@@ -2,6 +2,7 @@
  * cmd-server.c: commands about the connection and the server:
  * PING, AUTH, QUIT, STATS, ROLE.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "conn.h"
 #include "log.h"
 #include "persist.h"
+#include "proc.h"
 #include "server.h"
 #include "timers.h"
 
@@ -91,7 +93,22 @@ cmd_stats_word(char *buf, size_t len, const char *text)
 	}
 }
 
-/* STATS: "OK k", then version, persistence and the counters below. */
+/* "commands_acquire", "errors_notheld": prefix and a lower-case name. */
+static void
+cmd_stats_key(char *buf, size_t len, const char *prefix, const char *name)
+{
+	size_t	i;
+
+	snprintf(buf, len, "%s%s", prefix, name);
+	for (i = 0; buf[i] != '\0'; i++)
+		buf[i] = (char)tolower((unsigned char)buf[i]);
+}
+
+/*
+ * STATS: "OK k", then version, persistence and the counters below, then
+ * used_memory_rss, commands_<verb> for every verb and errors_<code> for
+ * every error code (names in lower case).
+ */
 enum cmd_result
 cmd_stats(struct cmd_ctx *ctx)
 {
@@ -101,7 +118,9 @@ cmd_stats(struct cmd_ctx *ctx)
 	struct persist_stats	 ps;
 	uint64_t		 uptime_ms = timers_now_ms() - srv->start_ms;
 	size_t			 i;
-	char			 error[256];
+	char			 error[256], key[64];
+	const char		*name;
+	size_t			 nerrs = 0;
 
 	engine_get_stats(srv->engine, &es);
 	persist_get_stats(srv->persist, &ps);
@@ -149,11 +168,28 @@ cmd_stats(struct cmd_ctx *ctx)
 	};
 	const size_t ntexts = sizeof(texts) / sizeof(texts[0]);
 
-	conn_reply(c, "OK %zu", ntexts + ncounters);
+	for (i = 1; i < PERR__COUNT; i++)
+		nerrs += proto_err_name((enum proto_err)i) != NULL;
+	conn_reply(c, "OK %zu", ntexts + ncounters + 1 + VERB__COUNT + nerrs);
 	for (i = 0; i < ntexts; i++)
 		conn_reply(c, "%s=%s", texts[i].key, texts[i].value);
 	for (i = 0; i < ncounters; i++)
 		conn_reply(c, "%s=%llu", counters[i].key,
 		    (unsigned long long)counters[i].value);
+	conn_reply(c, "used_memory_rss=%llu",
+	    (unsigned long long)proc_rss_bytes());
+	for (i = 0; i < VERB__COUNT; i++) {
+		cmd_stats_key(key, sizeof(key), "commands_",
+		    proto_verb_name((enum proto_verb)i));
+		conn_reply(c, "%s=%llu", key,
+		    (unsigned long long)srv->stats.calls[i]);
+	}
+	for (i = 1; i < PERR__COUNT; i++) {
+		if ((name = proto_err_name((enum proto_err)i)) == NULL)
+			continue;
+		cmd_stats_key(key, sizeof(key), "errors_", name);
+		conn_reply(c, "%s=%llu", key,
+		    (unsigned long long)srv->stats.errors[i]);
+	}
 	return (CMD_DONE);
 }

@@ -39,7 +39,7 @@ def test_holds_back_own_connection_only():
         expect(h, "RELEASE s %d" % th, "OK")
         got = b.lines(4, timeout=10)
         match(got[0], r"OK [0-9]+", "b's ACQUIRE granted after RELEASE")
-        eq(got[1:], ["OK PONG", "OK", "OK name=s capacity=1 used=1 "
+        eq([info_v1(x) for x in got[1:]], ["OK PONG", "OK", "OK name=s capacity=1 used=1 "
                      "available=0 holders=1 waiters=0"],
            "then the held-back requests run, in order")
         expect(o, "INFO later", "OK name=later capacity=1 used=0 "

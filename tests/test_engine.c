@@ -792,6 +792,92 @@ END_TEST
 
 /* --- holding grants while the store is down, undoing a grant --- */
 
+/* Per-semaphore stats: grants, releases by reason, timeouts, histograms. */
+START_TEST(test_sem_stats)
+{
+	struct sem		*s = mksem("s", 1);
+	struct owner		*o1 = owner(1), *o2 = owner(2);
+	const struct sem_stats	*st = &s->stats;
+	uint64_t		 t;
+
+	t = take(s, o1, 1, -1);			/* waits 0 ms */
+	wait_for(s, o2, 1, -1, -1, A);
+	fake_advance(300);			/* o2 waits 300 ms */
+	ck_assert_int_eq(engine_release(eng, s, t, o1), PERR_NONE);
+	ck_assert_uint_eq(st->grants_total, 2);
+	ck_assert_uint_eq(st->releases_total[RELEASE_BY_HOLDER], 1);
+	ck_assert_uint_eq(st->wait.count, 2);
+	ck_assert_uint_eq(st->wait.sum_ms, 300);
+	ck_assert_uint_eq(st->wait.counts[0], 1);	/* 0 ms: le 100 us */
+	ck_assert_uint_eq(st->wait.counts[11], 1);	/* 300 ms: le 0.5 s */
+	ck_assert_uint_eq(st->hold.count, 1);
+	ck_assert_uint_eq(st->hold.sum_ms, 300);
+	/* The release handed its unit over at once. */
+	ck_assert_uint_eq(st->handoff.count, 1);
+	ck_assert_uint_eq(st->handoff.sum_ms, 0);
+	ck_assert_uint_eq(histo_quantile_ms(&st->wait, 0.5), 0);
+	ck_assert_uint_ge(histo_quantile_ms(&st->wait, 0.99), 250);
+	ck_assert_uint_le(histo_quantile_ms(&st->wait, 0.99), 500);
+
+	/* A TRY that cannot be granted and a waiter that gives up. */
+	ck_assert_int_eq(try_acquire(s, o1, 1), ACQUIRE_TIMEOUT);
+	wait_for(s, o1, 1, 50, -1, B);
+	fake_advance(60);
+	ck_assert_uint_eq(st->timeouts_total, 2);
+	ck_assert_uint_eq(st->grants_total, 2);
+	ck_assert_uint_eq(st->wait.count, 2);
+
+	/* A hand-off delayed by a hold counts from the release. */
+	wait_for(s, o1, 1, -1, -1, C);
+	engine_hold_grants(eng, 1);
+	fake_advance(100);
+	t = engine_last_token(eng);
+	ck_assert_int_eq(engine_release(eng, s, t, o2), PERR_NONE);
+	fake_advance(2000);
+	engine_hold_grants(eng, 0);
+	ck_assert_uint_eq(st->handoff.count, 2);
+	ck_assert_uint_eq(st->handoff.sum_ms, 2000);
+	ck_assert_uint_eq(st->hold.sum_ms, 300 + 60 + 100);
+	ck_assert_uint_eq(st->wait.sum_ms, 300 + 2100);
+
+	/* The connection closes: its grant ends for that reason. */
+	engine_owner_free(eng, o1);
+	owners[1] = NULL;
+	ck_assert_uint_eq(st->releases_total[RELEASE_CLOSED], 1);
+	ck_assert_str_eq(engine_release_reason_name(RELEASE_CLOSED), "closed");
+	ck_assert_str_eq(engine_release_reason_name(RELEASE_BY_HOLDER),
+	    "released");
+}
+END_TEST
+
+/* Bucket edges, the +Inf bucket and the quantile of an empty histogram. */
+START_TEST(test_histo)
+{
+	struct histo	h, sum;
+
+	memset(&h, 0, sizeof(h));
+	memset(&sum, 0, sizeof(sum));
+	ck_assert_uint_eq(histo_quantile_ms(&h, 0.99), 0);
+	histo_observe(&h, 1);		/* 1 ms: le 0.001 exactly */
+	histo_observe(&h, 2);		/* le 0.0025 */
+	histo_observe(&h, 60000);	/* le 60 exactly */
+	histo_observe(&h, 60001);	/* +Inf */
+	ck_assert_uint_eq(h.counts[3], 1);
+	ck_assert_uint_eq(h.counts[4], 1);
+	ck_assert_uint_eq(h.counts[HISTO_NBOUNDS - 1], 1);
+	ck_assert_uint_eq(h.counts[HISTO_NBOUNDS], 1);
+	ck_assert_uint_eq(h.count, 4);
+	ck_assert_uint_eq(h.sum_ms, 120004);
+	ck_assert_uint_eq(histo_quantile_ms(&h, 1.0), 60000);
+	ck_assert_uint_eq(histo_bound_us(0), 100);
+	ck_assert_uint_eq(histo_bound_us(HISTO_NBOUNDS - 1), 60000000);
+	histo_add(&sum, &h);
+	histo_add(&sum, &h);
+	ck_assert_uint_eq(sum.count, 8);
+	ck_assert_uint_eq(sum.counts[HISTO_NBOUNDS], 2);
+}
+END_TEST
+
 START_TEST(test_hold_grants)
 {
 	struct sem		*s = mksem("s", 2);
@@ -1328,6 +1414,8 @@ engine_suite(void)
 	tcase_add_test(tc, test_free_silent);
 	tcase_add_test(tc, test_grant_holder);
 	tcase_add_test(tc, test_kind_name);
+	tcase_add_test(tc, test_sem_stats);
+	tcase_add_test(tc, test_histo);
 	suite_add_tcase(su, tc);
 	return (su);
 }

@@ -9,6 +9,7 @@ import http.client
 import math
 import os
 import re
+import shutil
 import socket
 import sys
 import threading
@@ -390,6 +391,48 @@ def test_cardinality_cap():
        "_other sums the histograms")
 
 
+def test_cap_reload_and_config():
+    """metrics-max-semaphores applies on SIGHUP; metrics-port and
+    metrics-bind are checked at start-up."""
+    import signal
+    import tempfile
+    conf = os.path.join(tempfile.mkdtemp(prefix="semdmetrics."), "m.conf")
+    mport = free_port()
+    base = ("metrics-port %d\nsemaphore a 1\nsemaphore b 1\n"
+            "semaphore c 1\n" % mport)
+    with open(conf, "w") as f:
+        f.write(base + "metrics-max-semaphores 1\n")
+    d = start_semd("-c", conf)
+    _, fams = scrape(mport)
+    eq(sems_of(fams, "semd_semaphore_capacity"), ["a", "_other"],
+       "metrics-max-semaphores 1: a, then _other")
+    with open(conf, "w") as f:
+        f.write(base + "metrics-max-semaphores 5\n")
+    os.kill(d.pid, signal.SIGHUP)
+    ok(wait_until(lambda: sems_of(scrape(mport)[1],
+                                  "semd_semaphore_capacity") ==
+                  ["a", "b", "c"], 10),
+       "after SIGHUP with metrics-max-semaphores 5: a, b, c")
+    d.stop()
+    shutil.rmtree(os.path.dirname(conf), ignore_errors=True)
+    st, out, err = run_semd("--port", "0", "--metrics-bind", "localhost",
+                            "--metrics-port", "1", "-t")
+    ok(st != 0 and "metrics-bind" in err, "metrics-bind must be numeric",
+       err)
+    st, out, err = run_semd("--port", "7399", "--metrics-port", "7399",
+                            "-t")
+    ok(st != 0 and "metrics-port" in err, "metrics-port cannot be the "
+       "protocol port", err)
+    st, out, err = run_semd("--metrics-port", "70000", "-t")
+    ok(st != 0 and "metrics-port" in err, "metrics-port 70000 refused",
+       err)
+    st, out, err = run_semd("-T", "--metrics-port", "9313")
+    ok(st == 0 and "metrics-port 9313" in out and
+       "metrics-bind 127.0.0.1" in out and
+       "metrics-max-semaphores 1000" in out, "-T prints the metrics "
+       "directives", out[-300:])
+
+
 def test_http_errors_and_healthz():
     d, mport = start_metrics_semd()
     status, _, body = http_get(mport, "/nope")
@@ -519,5 +562,6 @@ def test_healthz_redis_outage():
 
 
 run(test_parser_rejects, test_scrape_under_load, test_cardinality_cap,
-    test_http_errors_and_healthz, test_slow_scraper,
+    test_cap_reload_and_config, test_http_errors_and_healthz,
+    test_slow_scraper,
     test_stats_and_info_keys, test_healthz_redis_outage, time_limit=170)

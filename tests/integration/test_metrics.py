@@ -433,6 +433,34 @@ def test_cap_reload_and_config():
        "directives", out[-300:])
 
 
+def test_grafana_dashboard():
+    """contrib/grafana/semd.json is valid JSON whose queries name only
+    metrics a live semd exposes, with the panels README promises."""
+    import json
+    tests = os.environ.get("SEMD_TESTS") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), os.pardir)
+    path = os.path.join(tests, os.pardir, "contrib", "grafana", "semd.json")
+    with open(path) as f:
+        dash = json.load(f)
+    ok(True, "contrib/grafana/semd.json is valid JSON")
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    exprs += [v["query"]["query"] for v in dash["templating"]["list"]]
+    used = set()
+    for e in exprs:
+        used.update(re.findall(r"\b((?:semd|process)_[a-z_]+)", e))
+    d, mport = start_metrics_semd("--semaphore", "s", "1")
+    _, fams = scrape(mport)
+    samples = {sname for fam in fams.values() for sname, _, _ in
+               fam["samples"]}
+    missing = sorted(m for m in used if m not in fams and m not in samples)
+    ok(used and not missing, "every metric the dashboard queries is "
+       "exposed (%d)" % len(used), "missing %r" % missing)
+    titles = " | ".join(p["title"].lower() for p in dash["panels"])
+    for want in ("saturation", "queue", "wait p99", "hand-off p99",
+                 "grant rate", "persistence"):
+        ok(want in titles, "the dashboard has a %s panel" % want, titles)
+
+
 def test_http_errors_and_healthz():
     d, mport = start_metrics_semd()
     status, _, body = http_get(mport, "/nope")
@@ -562,6 +590,7 @@ def test_healthz_redis_outage():
 
 
 run(test_parser_rejects, test_scrape_under_load, test_cardinality_cap,
-    test_cap_reload_and_config, test_http_errors_and_healthz,
+    test_cap_reload_and_config, test_grafana_dashboard,
+    test_http_errors_and_healthz,
     test_slow_scraper,
     test_stats_and_info_keys, test_healthz_redis_outage, time_limit=170)

@@ -127,9 +127,13 @@ class Bench:
 
     # ---------------------------------------------------------------
     def round_table(self):
+        """One round: per Redis setting, its semd daemons run side by side
+        with the anchors, so that each (limit, conns) cell's Lua and semd
+        runs are a few seconds apart."""
         for aof in AOFS:
             r = Redis(appendonly=aof != "no",
                       fsync=aof if aof != "no" else "everysec")
+            daemons = []
             try:
                 log(" redis-server pid %d port %d, %s" %
                     (r.pid, r.port, aof_label(aof)))
@@ -137,6 +141,13 @@ class Bench:
                     for n in CONNS:
                         self.put(("ping", n), self.semload(
                             "ping", r.port, "redis PING", "-c", n))
+                for mode in SEMD_MODES[aof]:
+                    args = ["--maxclients", "20000"]
+                    if mode != "none":
+                        args += ["--redis", r.addr(), "--persistence", mode,
+                                 "--redis-prefix", "bench%d%s%s:" %
+                                 (self.round, aof, mode)]
+                    daemons.append((mode, start_semd(*args, timeout=60)))
                 for limit in LIMITS:
                     for n in CONNS:
                         for pause in PAUSES:
@@ -146,26 +157,20 @@ class Bench:
                                 % (aof_label(aof), pause, limit),
                                 "-c", n, "-l", limit, "-r", pause,
                                 "-s", "lua%d" % limit))
-                for mode in SEMD_MODES[aof]:
-                    args = ["--maxclients", "20000"]
-                    if mode != "none":
-                        args += ["--redis", r.addr(), "--persistence", mode,
-                                 "--redis-prefix", "bench%d%s%s:" %
-                                 (self.round, aof, mode)]
-                    d = start_semd(*args, timeout=60)
-                    try:
-                        for limit in LIMITS:
-                            for n in CONNS:
-                                self.put(("semd", aof, mode, limit, n),
-                                         self.semload(
-                                    "semd", d.port, "semd %s limit %d" %
-                                    (mode_label(aof, mode), limit), "-c", n,
-                                    "-l", limit, "-s", "b%d" % limit))
-                    finally:
-                        d.stop(quiet=True)
+                        for mode, d in daemons:
+                            self.put(("semd", aof, mode, limit, n),
+                                     self.semload(
+                                "semd", d.port, "semd %s limit %d" %
+                                (mode_label(aof, mode), limit), "-c", n,
+                                "-l", limit, "-s", "b%d" % limit))
+                for mode, d in daemons:
+                    d.stop(quiet=True)
+                daemons = []
                 if aof == AOFS[0] and "pipeline" in self.a.parts:
                     self.round_pipeline(r)
             finally:
+                for mode, d in daemons:
+                    d.stop(quiet=True)
                 r.stop()
 
     def round_pipeline(self, r):
@@ -274,6 +279,8 @@ def print_table(b):
     print("latency: ACQUIRE sent -> OK read (the wait for a permit); "
           "hand-off: RELEASE sent -> the waiter's OK read (when conns > "
           "limit).")
+    print("starved: connections that waited through a whole run without a "
+          "grant (their wait is not in the acquire percentiles).")
     print("x Lua: semd / the best Lua row of the same round, Redis setting, "
           "limit and conns; x PING: semd / Redis PING over the same conns.")
     for n in CONNS:
@@ -284,9 +291,9 @@ def print_table(b):
                                  fmt_ms(med([x["lat_p50_us"] for x in rows])),
                                  fmt_ms(med([x["lat_p99_us"]
                                              for x in rows]))))
-    hdr = ("%-27s %5s %5s %9s %7s %7s %7s %7s %7s %7s" %
+    hdr = ("%-27s %5s %5s %9s %7s %7s %7s %7s %7s %7s %7s" %
            ("", "limit", "conns", "pairs/s", "acq p50", "acq p99",
-            "ho p50", "ho p99", "x Lua", "x PING"))
+            "ho p50", "ho p99", "starved", "x Lua", "x PING"))
     for aof in AOFS:
         print()
         print("-- Redis %s" % aof_label(aof))
@@ -318,13 +325,13 @@ def print_table(b):
 
 
 def print_row(name, limit, n, rows, xl, xp):
-    print("%-27s %5d %5d %9.0f %s %s %s %s %s %s" % (
+    print("%-27s %5d %5d %9.0f %s %s %s %s %7.0f %s %s" % (
         name, limit, n, med([x["pairs_per_s"] for x in rows]),
         fmt_ms(med([x["acquire_p50_us"] for x in rows])),
         fmt_ms(med([x["acquire_p99_us"] for x in rows])),
         fmt_ms(med([x.get("handoff_p50_us") for x in rows])),
         fmt_ms(med([x.get("handoff_p99_us") for x in rows])),
-        fmt_x(xl), fmt_x(xp)))
+        med([x["starved"] for x in rows]), fmt_x(xl), fmt_x(xp)))
 
 
 def print_pipeline(b):

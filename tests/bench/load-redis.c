@@ -47,6 +47,7 @@ struct rconn {
 	redisAsyncContext	*ac;
 	struct event		*timer;	/* hold, think and retry pauses */
 	enum { RT_ACQUIRE, RT_RETRY, RT_RELEASE } timer_next;
+	int			 acquiring;	/* since t0, not granted */
 	uint64_t		 t0;	/* acquire began */
 	uint64_t		 t_sent;	/* the request in flight */
 	char			 ident[64];	/* holder id in the ZSET */
@@ -267,6 +268,7 @@ lua_acquire_cb(redisAsyncContext *ac, void *reply, void *arg)
 		load_fatal("redis conn %d: EVALSHA: %s", c->id,
 		    r->type == REDIS_REPLY_ERROR ? r->str : "not an integer");
 	if (r->integer == 1) {
+		c->acquiring = 0;
 		load_granted(l, c->t0, now);
 		redis_after(c, RT_RELEASE, l->o.hold_ms);
 		return;
@@ -296,6 +298,7 @@ lua_begin(struct rconn *c, uint64_t now)
 	if (c->l->phase == PHASE_DONE)
 		return;
 	c->t0 = now;
+	c->acquiring = 1;
 	load_attempt(c->l, 1);
 	lua_try(c, now);
 }
@@ -340,6 +343,24 @@ lua_start(struct load *l)
 		lua_begin(&rconns[i], now);
 }
 
+static int
+ping_starved(const struct load *l)
+{
+	(void)l;
+	return (0);
+}
+
+static int
+lua_starved(const struct load *l)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < l->o.conns; i++)
+		if (rconns[i].acquiring && rconns[i].t0 < l->t_measure_ns)
+			n++;
+	return (n);
+}
+
 static void
 redis_stop(struct load *l)
 {
@@ -356,9 +377,11 @@ redis_stop(struct load *l)
 }
 
 const struct load_ops load_ping_ops = {
-	"redis", ping_prepare, redis_connect, ping_start, redis_stop
+	"redis", ping_prepare, redis_connect, ping_start, ping_starved,
+	redis_stop
 };
 
 const struct load_ops load_lua_ops = {
-	"lua", lua_prepare, redis_connect, lua_start, redis_stop
+	"lua", lua_prepare, redis_connect, lua_start, lua_starved,
+	redis_stop
 };

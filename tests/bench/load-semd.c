@@ -404,6 +404,21 @@ semd_start(struct load *l)
 	}
 }
 
+static int
+semd_starved(const struct load *l)
+{
+	const struct sconn	*c;
+	int			 i, n = 0;
+
+	for (i = 0; i < l->o.conns; i++) {
+		c = &sconns[i];
+		if (c->qlen > 0 && c->q[c->qhead].kind == SREQ_ACQUIRE &&
+		    c->q[c->qhead].t_ns < l->t_measure_ns)
+			n++;
+	}
+	return (n);
+}
+
 static void
 semd_stop(struct load *l)
 {
@@ -421,5 +436,6 @@ semd_stop(struct load *l)
 }
 
 const struct load_ops load_semd_ops = {
-	"semd", semd_prepare, semd_connect, semd_start, semd_stop
+	"semd", semd_prepare, semd_connect, semd_start, semd_starved,
+	semd_stop
 };

@@ -11,8 +11,9 @@
  * after PING. After a warm-up it counts for a while and prints one JSON
  * line (stdout) and one human line (stderr): pairs/s, latency percentiles
  * from log-spaced histograms, and the hand-off latency (RELEASE sent ->
- * the grant it freed read by a waiting client) when clients contend.
- * It asserts nothing about speed; it exits 1 when a reply is unexpected
+ * the grant it freed read by a waiting client) when clients contend,
+ * and how many connections starved (waited through the whole window: an
+ * acquire latency histogram only holds the waits that ended). It asserts nothing about speed; it exits 1 when a reply is unexpected
  * (ERR, a lost connection), because then the figures mean nothing.
  */
 #include <sys/resource.h>
@@ -434,6 +435,7 @@ load_report(const struct load *l)
 	const struct load_opts	*o = &l->o;
 	double			 secs, rate;
 	const char		*mode;
+	int			 starved = ops->starved(l);
 
 	secs = (double)(l->t_end_ns - l->t_measure_ns) / 1e9;
 	rate = (double)(o->target == TARGET_PING ? l->ops : l->pairs) / secs;
@@ -454,10 +456,11 @@ load_report(const struct load *l)
 		json_hist(stdout, "lat", &l->ping);
 	} else {
 		printf(",\"pairs\":%llu,\"pairs_per_s\":%.0f,"
-		    "\"attempts\":%llu,\"refusals\":%llu,\"max_held\":%d",
+		    "\"attempts\":%llu,\"refusals\":%llu,\"max_held\":%d,"
+		    "\"starved\":%d",
 		    (unsigned long long)l->pairs, rate,
 		    (unsigned long long)l->attempts,
-		    (unsigned long long)l->refusals, l->max_held);
+		    (unsigned long long)l->refusals, l->max_held, starved);
 		json_hist(stdout, "acquire", &l->acquire);
 		json_hist(stdout, "release", &l->release);
 		if (load_contended(l)) {
@@ -510,6 +513,9 @@ load_report(const struct load *l)
 	if (l->refusals > 0)
 		fprintf(stderr, "; %.2f requests per grant",
 		    l->pairs ? (double)l->attempts / (double)l->pairs : 0);
+	if (starved > 0)
+		fprintf(stderr, "; %d connections starved (no grant in the "
+		    "window)", starved);
 	fprintf(stderr, "; max held %d\n", l->max_held);
 	if (o->rss_pid > 0 && l->rss_before_kb > 0)
 		fprintf(stderr, "server RSS %ld kB before, %ld kB with %d "

@@ -88,12 +88,15 @@ struct load {
 
 /* A target: prepare() runs blocking before the loop (CREATE, SCRIPT
  * LOAD) and returns -1 after printing why; connect() opens connection i;
- * start() begins the load on every connection; stop() frees them. */
+ * start() begins the load on every connection; starved() counts the
+ * connections whose acquire began before the measured window and was
+ * still not granted at its end; stop() frees them. */
 struct load_ops {
 	const char	*name;
 	int		 (*prepare)(struct load *);
 	int		 (*connect)(struct load *, int i);
 	void		 (*start)(struct load *);
+	int		 (*starved)(const struct load *);
 	void		 (*stop)(struct load *);
 };
 

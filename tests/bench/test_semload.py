@@ -7,7 +7,8 @@ semd's own STATS confirm, never sees more grants held at once than the
 capacity (grant read -> RELEASE sent, a lower bound of what semd holds)
 and sees the capacity reached when permits are held for a while, measures
 the hand-off only when clients contend; the pipelined TRY/RELEASE mode;
-RSS read from --rss-pid; a bad CREATE or a missing server exits 1 with a
+connections that never got a permit counted as starved; RSS read from
+--rss-pid; a bad CREATE or a missing server exits 1 with a
 message. Against a private redis-server: PING, and the Lua sorted-set
 semaphore (refusals and retries under contention, never more holders
 than the limit, in the loop or in the ZSET).
@@ -98,6 +99,19 @@ def test_semd_closed_loop():
                res)
 
 
+def test_semd_starved():
+    with start_semd("--semaphore", "one", "1") as d:
+        holder = d.connect()
+        tok = holder.cmd("ACQUIRE one")
+        ok(tok.startswith("OK "), "the test holds the only permit", tok)
+        st, res, err = semload("-p", d.port, "-c", 3, "-l", 1, "-s", "one",
+                               "--no-create", "semd")
+        if ran(st, res, err, "semload semd on a semaphore held elsewhere"):
+            eq((res["pairs"], res["starved"], res["acquire_n"]), (0, 3, 0),
+               "no pair, 3 connections starved through the window")
+        holder.close()
+
+
 def test_semd_pipelined():
     with start_semd() as d:
         before = grants_total(d)
@@ -153,6 +167,8 @@ def test_redis_targets():
         ok(res["pairs"] > 0, "Lua pairs counted", res)
         ok(res["refusals"] > 0 and res["attempts"] > res["pairs"],
            "contending clients are refused and retry", res)
+        ok(0 <= res["starved"] <= 4, "starved is counted (at most the 4 "
+           "clients that cannot hold)", res)
         eq(res["max_held"], 2, "the Lua semaphore held 2 at once, never "
            "more than its limit")
         ok(res["handoff_n"] > 0, "the hand-off is measured", res)
@@ -166,5 +182,6 @@ def test_redis_targets():
             eq(res["refusals"], 0, "the key was emptied before the run")
 
 
-run(test_binary, test_semd_closed_loop, test_semd_pipelined,
+run(test_binary, test_semd_closed_loop, test_semd_starved,
+    test_semd_pipelined,
     test_semd_errors, test_redis_targets, time_limit=120)

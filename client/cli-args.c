@@ -1,10 +1,18 @@
 /*
- * cli-args.c: semd-cli's values (durations such as 500ms, 30s, 5m;
+ * cli-args.c: semd-cli's values (durations such as 30, 1.5s, 250ms, 5m;
  * counts; tokens) and the options of a command.
+ *
+ * Two ways to say the same thing are accepted: the CLI's options
+ * (acquire jobs -n 2 --timeout 30 --lease 1m, durations in the CLI's
+ * grammar, a bare number is seconds) and the protocol's own words after
+ * the semaphore (ACQUIRE jobs 2 TIMEOUT 100 LEASE 60000, in the
+ * protocol's milliseconds). Keywords are recognised only after the first
+ * positional argument, so a semaphore may be named "timeout".
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "proto.h"
@@ -21,35 +29,38 @@ cli_usage_error(const char *fmt, ...)
 	fputs("\nTry 'semd-cli --help'.\n", stderr);
 }
 
-static const struct {
-	const char	*suffix;
-	uint64_t	 ms;
-} cli_units[] = {
-	{ "", 1 }, { "ms", 1 }, { "s", 1000 }, { "m", 60 * 1000 },
-	{ "h", 60 * 60 * 1000 }
-};
-
 /*
- * A duration: decimal digits and a unit, ms (also none), s, m or h;
- * at most 2^31-1 ms, the protocol's limit. 0, or -1 when malformed.
+ * A duration of the command line's options (--timeout 1.5s): a bare
+ * number is seconds, as for flock -w, timeout and sleep; with a unit
+ * (ms, s, m, h) and maybe a fraction otherwise. At most 2^31-1 ms, the
+ * protocol's limit. 0, or -1 when malformed.
  */
 int
 cli_parse_duration(const char *s, int64_t *ms)
 {
-	size_t		digits = strspn(s, "0123456789"), i;
 	uint64_t	v;
 
-	if (digits == 0 || proto_parse_u64(s, digits, PROTO_INT_MAX, &v) != 0)
+	if (proto_parse_duration_ms(s, strlen(s), 1000, PROTO_INT_MAX,
+	    &v) != 0)
 		return (-1);
-	for (i = 0; i < sizeof(cli_units) / sizeof(cli_units[0]); i++) {
-		if (strcmp(s + digits, cli_units[i].suffix) != 0)
-			continue;
-		if (v > PROTO_INT_MAX / cli_units[i].ms)
-			return (-1);
-		*ms = (int64_t)(v * cli_units[i].ms);
-		return (0);
-	}
-	return (-1);
+	*ms = (int64_t)v;
+	return (0);
+}
+
+/*
+ * A duration written as the protocol's <ms> (TIMEOUT 100, REFRESH's
+ * value): a bare number is milliseconds, as on the wire; a unit may be
+ * added (5m). 0, or -1 when malformed.
+ */
+int
+cli_parse_proto_ms(const char *s, int64_t *ms)
+{
+	uint64_t	v;
+
+	if (proto_parse_duration_ms(s, strlen(s), 1, PROTO_INT_MAX, &v) != 0)
+		return (-1);
+	*ms = (int64_t)v;
+	return (0);
 }
 
 int
@@ -93,9 +104,51 @@ cli_opt_duration(const char *cmd, const char *name, const char *v,
 {
 	if (cli_parse_duration(v, ms) == 0)
 		return (0);
-	cli_usage_error("%s: %s: invalid duration '%s' (e.g. 500ms, 30s, 5m; "
-	    "at most 2147483647ms)", cmd, name, v);
+	cli_usage_error("%s: %s: invalid duration '%s' (seconds, or a number "
+	    "with a unit: 30, 1.5s, 250ms, 5m, 1h; at most 2147483647ms)",
+	    cmd, name, v);
 	return (-1);
+}
+
+/* Parse the value of a protocol keyword (ms); -1 after a usage error. */
+static int
+cli_word_duration(const char *cmd, const char *name, const char *v,
+    int64_t *ms)
+{
+	if (cli_parse_proto_ms(v, ms) == 0)
+		return (0);
+	cli_usage_error("%s: %s: invalid duration '%s' (milliseconds, as the "
+	    "protocol's %s; or with a unit: 1.5s, 5m; at most 2147483647ms)",
+	    cmd, name, v, name);
+	return (-1);
+}
+
+/* 1 if argv[i] is the keyword kw (any case) and a value follows it. */
+static int
+cli_keyword(const char *kw, int argc, char **argv, int i)
+{
+	return (strcasecmp(argv[i], kw) == 0 && i + 1 < argc);
+}
+
+/* Set the count once, from -n or the protocol's <n>; -1 after an error. */
+static int
+cli_set_n(const char *cmd, const char *v, struct cli_args *a)
+{
+	uint32_t	n;
+
+	if (cli_parse_u32(v, 1, &n) != 0) {
+		cli_usage_error("%s: -n: expected 1..%u, not '%s'", cmd,
+		    PROTO_INT_MAX, v);
+		return (-1);
+	}
+	if (a->n_given && n != a->n) {
+		cli_usage_error("%s: the count is given twice (%u and %u)",
+		    cmd, a->n, n);
+		return (-1);
+	}
+	a->n = n;
+	a->n_given = 1;
+	return (0);
 }
 
 /*
@@ -133,11 +186,26 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 		else if ((flags & CLI_OPT_N) &&
 		    ((v = cli_optval("-n", argc, argv, &i)) != NULL ||
 		    (v = cli_optval("--n", argc, argv, &i)) != NULL)) {
-			if (cli_parse_u32(v, 1, &a->n) != 0) {
-				cli_usage_error("%s: -n: expected 1..%u, not "
-				    "'%s'", cmd, PROTO_INT_MAX, v);
+			if (cli_set_n(cmd, v, a) != 0)
 				return (-1);
-			}
+		} else if ((flags & CLI_OPT_WORDS) && a->npos > 0 &&
+		    (flags & CLI_OPT_TIMEOUT) &&
+		    cli_keyword("TIMEOUT", argc, argv, i)) {
+			i++;
+			if (cli_word_duration(cmd, "TIMEOUT", argv[i],
+			    &a->timeout_ms) != 0)
+				return (-1);
+		} else if ((flags & CLI_OPT_WORDS) && a->npos > 0 &&
+		    (flags & CLI_OPT_LEASE) &&
+		    cli_keyword("LEASE", argc, argv, i)) {
+			i++;
+			if (cli_word_duration(cmd, "LEASE", argv[i],
+			    &a->lease_ms) != 0)
+				return (-1);
+		} else if ((flags & CLI_OPT_WORDS) && (flags & CLI_OPT_N) &&
+		    a->npos == 1 && argv[i][0] >= '0' && argv[i][0] <= '9') {
+			if (cli_set_n(cmd, argv[i], a) != 0)
+				return (-1);
 		} else if ((flags & CLI_OPT_TIMEOUT) &&
 		    (v = cli_optval("--timeout", argc, argv, &i)) != NULL) {
 			if (cli_opt_duration(cmd, "--timeout", v,

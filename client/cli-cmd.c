@@ -14,6 +14,8 @@ struct cli_cmd {
 	int		 npos;		/* positional arguments, exactly */
 	int		 flags;		/* CLI_OPT_* */
 	const char	*usage;
+	const char	*summary;	/* one line, for the lists of help */
+	const char	*help;		/* the rest, for help CMD; or NULL */
 	int		(*fn)(struct cli *, const struct cli_args *);
 };
 
@@ -35,12 +37,39 @@ cli_exit_of(enum semc_err err)
 	}
 }
 
-/* Report a failed call; returns its exit status. */
+/*
+ * The severity of an exit status, for a pipe's commands: 0 done, then 1
+ * not granted, any other status (a command's own), 2 usage, 3 server
+ * error or unknown outcome, 4 cannot connect.
+ */
+static int
+cli_exit_rank(int status)
+{
+	if (status >= CLI_EXIT_OK && status <= CLI_EXIT_CONNECT)
+		return (status * 2);
+	return (CLI_EXIT_TIMEOUT * 2 + 1);
+}
+
+/* The worse of two exit statuses (the first when equally bad). */
+int
+cli_exit_worse(int a, int b)
+{
+	return (cli_exit_rank(b) > cli_exit_rank(a) ? b : a);
+}
+
+/* Report a call that failed on c; returns its exit status. */
+int
+cli_fail_on(struct cli *cli, struct semc *c, enum semc_err err)
+{
+	cli_out_error(cli, err, semc_errmsg(c));
+	return (cli_exit_of(err));
+}
+
+/* Report a failed call of the main connection; returns its exit status. */
 int
 cli_fail(struct cli *cli, enum semc_err err)
 {
-	cli_out_error(cli, err, semc_errmsg(cli->c));
-	return (cli_exit_of(err));
+	return (cli_fail_on(cli, cli->c, err));
 }
 
 /* OK for a command without a value, else report. */
@@ -79,10 +108,17 @@ cli_ping(struct cli *cli, const struct cli_args *a)
 	return (cli_done(cli, semc_ping(cli->c), "PONG"));
 }
 
+/* At the prompt, the password is kept for the connections that wait. */
 static int
 cli_auth(struct cli *cli, const struct cli_args *a)
 {
-	return (cli_done(cli, semc_auth(cli->c, a->pos[0]), "OK"));
+	enum semc_err	err = semc_auth(cli->c, a->pos[0]);
+
+	if (err == SEMC_OK && cli->prompt) {
+		free(cli->password);
+		cli->password = strdup(a->pos[0]);
+	}
+	return (cli_done(cli, err, "OK"));
 }
 
 static int
@@ -128,6 +164,8 @@ cli_take(struct cli *cli, const struct cli_args *a, int is_try)
 		    is_try ? "try" : "acquire");
 		return (CLI_EXIT_USAGE);
 	}
+	if (!is_try && cli->prompt && a->timeout_ms != 0)
+		return (cli_prompt_acquire(cli, a));
 	if (is_try)
 		err = semc_try(cli->c, a->pos[0], a->n, a->lease_ms, &token);
 	else
@@ -163,10 +201,25 @@ cli_sem_token(struct cli *cli, const struct cli_args *a,
 	return (cli_done(cli, fn(cli->c, a->pos[0], token), "OK"));
 }
 
+/* At the prompt, a permit may be held by a connection of its own. */
 static int
 cli_release(struct cli *cli, const struct cli_args *a)
 {
-	return (cli_sem_token(cli, a, semc_release));
+	enum semc_err	 err;
+	struct semc	*c;
+	uint64_t	 token;
+	int		 rc;
+
+	if (cli_token_arg(a->pos[1], &token) != 0)
+		return (CLI_EXIT_USAGE);
+	c = cli->prompt ? cli_prompt_conn(cli, a->pos[0], token) : cli->c;
+	err = semc_release(c, a->pos[0], token);
+	rc = err == SEMC_OK ? CLI_EXIT_OK : cli_fail_on(cli, c, err);
+	if (err == SEMC_OK)
+		cli_out_ok(cli, "OK");
+	if (c != cli->c && (err == SEMC_OK || err == SEMC_ERR_NOTHELD))
+		cli_prompt_forget(cli, a->pos[0], token);
+	return (rc);
 }
 
 static int
@@ -190,9 +243,10 @@ cli_refresh(struct cli *cli, const struct cli_args *a)
 
 	if (cli_token_arg(a->pos[1], &token) != 0)
 		return (CLI_EXIT_USAGE);
-	if (cli_parse_duration(a->pos[2], &ms) != 0) {
-		cli_usage_error("refresh: invalid duration '%s' (e.g. 500ms, "
-		    "30s, 5m)", a->pos[2]);
+	if (cli_parse_proto_ms(a->pos[2], &ms) != 0) {
+		cli_usage_error("refresh: invalid duration '%s' (milliseconds, "
+		    "as the protocol's; or with a unit: 30s, 1.5m, 1h; at most "
+		    "2147483647ms)", a->pos[2]);
 		return (CLI_EXIT_USAGE);
 	}
 	err = semc_refresh(cli->c, a->pos[0], token, (uint32_t)ms, &left);
@@ -291,6 +345,69 @@ cli_stats(struct cli *cli, const struct cli_args *a)
 }
 
 static int
+cli_clients(struct cli *cli, const struct cli_args *a)
+{
+	struct semc_client	*cl;
+	enum semc_err		 err;
+	size_t			 n;
+
+	(void)a;
+	if ((err = semc_clients(cli->c, &cl, &n)) != SEMC_OK)
+		return (cli_fail(cli, err));
+	cli_out_clients(cli, cl, n);
+	free(cl);
+	return (CLI_EXIT_OK);
+}
+
+static int
+cli_kill(struct cli *cli, const struct cli_args *a)
+{
+	uint64_t	id;
+
+	if (cli_parse_token(a->pos[0], &id) != 0 || id == 0) {
+		cli_usage_error("kill: invalid connection id '%s' (the id of "
+		    "clients, or owner= of holders)", a->pos[0]);
+		return (CLI_EXIT_USAGE);
+	}
+	return (cli_done(cli, semc_kill(cli->c, id), "OK"));
+}
+
+/*
+ * WATCH: print how the grant ended. Still held when the timeout ran out
+ * is exit 1, as a wait that was not granted. At the prompt it waits on a
+ * connection of its own, which Ctrl-C cuts.
+ */
+int
+cli_watch_done(struct cli *cli, struct semc *c, enum semc_err err,
+    enum semc_watch_reason reason)
+{
+	if (err == SEMC_TIMEOUT) {
+		cli_out_error(cli, err, "still held when the timeout ran out");
+		return (CLI_EXIT_TIMEOUT);
+	}
+	if (err != SEMC_OK)
+		return (cli_fail_on(cli, c, err));
+	cli_out_reason(cli, reason);
+	return (CLI_EXIT_OK);
+}
+
+static int
+cli_watch(struct cli *cli, const struct cli_args *a)
+{
+	enum semc_watch_reason	reason;
+	enum semc_err		err;
+	uint64_t		token;
+
+	if (cli_token_arg(a->pos[1], &token) != 0)
+		return (CLI_EXIT_USAGE);
+	if (cli->prompt)
+		return (cli_prompt_watch(cli, a->pos[0], token,
+		    a->timeout_ms));
+	err = semc_watch(cli->c, a->pos[0], token, a->timeout_ms, &reason);
+	return (cli_watch_done(cli, cli->c, err, reason));
+}
+
+static int
 cli_quit(struct cli *cli, const struct cli_args *a)
 {
 	(void)a;
@@ -300,37 +417,124 @@ cli_quit(struct cli *cli, const struct cli_args *a)
 static int
 cli_help_cmd(struct cli *cli, const struct cli_args *a)
 {
-	(void)cli;
-	(void)a;
-	cli_help();
+	if (a->npos == 1)
+		return (cli_help_cmd_text(a->pos[0]));
+	if (cli->prompt)
+		cli_help_prompt();
+	else
+		cli_help();
 	return (CLI_EXIT_OK);
 }
 
+#define CLI_D_OPT \
+	"D is a duration: a bare number is seconds (30), or a number with a\n" \
+	"unit, ms s m h, maybe with a fraction (250ms, 1.5s, 5m).\n"
+#define CLI_D_WORDS \
+	"The protocol's own words are accepted too, in its milliseconds:\n"
+
 static const struct cli_cmd cli_cmds[] = {
-	{ "ping", 0, 0, "ping", cli_ping },
-	{ "auth", 1, 0, "auth PASSWORD", cli_auth },
-	{ "create", 2, 0, "create SEM CAPACITY", cli_create },
-	{ "resize", 2, 0, "resize SEM CAPACITY", cli_resize },
-	{ "delete", 1, 0, "delete SEM", cli_delete },
-	{ "acquire", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_LEASE,
-	    "acquire SEM [-n N] [--timeout D] --lease D", cli_acquire },
-	{ "try", 1, CLI_OPT_N | CLI_OPT_LEASE, "try SEM [-n N] --lease D",
-	    cli_try },
-	{ "release", 2, 0, "release SEM TOKEN", cli_release },
-	{ "refresh", 3, 0, "refresh SEM TOKEN D", cli_refresh },
-	{ "attach", 2, 0, "attach SEM TOKEN", cli_attach },
-	{ "check", 2, 0, "check SEM TOKEN", cli_check },
-	{ "revoke", 2, 0, "revoke SEM TOKEN", cli_revoke },
-	{ "info", 1, 0, "info SEM", cli_info },
-	{ "holders", 1, 0, "holders SEM", cli_holders },
-	{ "waiters", 1, 0, "waiters SEM", cli_waiters },
-	{ "list", 0, 0, "list", cli_list },
-	{ "stats", 0, 0, "stats", cli_stats },
-	{ "quit", 0, 0, "quit", cli_quit },
+	{ "ping", 0, 0, "ping", "check that semd answers (PONG)",
+	    NULL, cli_ping },
+	{ "auth", 1, 0, "auth PASSWORD", "authenticate this connection",
+	    "For the prompt and pipes; on the command line use -a or\n"
+	    "SEMD_PASSWORD. The prompt does not save auth lines in its history.\n",
+	    cli_auth },
+	{ "create", 2, 0, "create SEM CAPACITY",
+	    "create a semaphore",
+	    "OK also when it exists with that capacity.\n", cli_create },
+	{ "resize", 2, 0, "resize SEM CAPACITY",
+	    "change a capacity",
+	    "0 admits nobody new. Holders keep their permits when it shrinks; growing wakes waiters.\n",
+	    cli_resize },
+	{ "delete", 1, 0, "delete SEM",
+	    "delete an idle semaphore", NULL,
+	    cli_delete },
+	{ "acquire", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_LEASE |
+	    CLI_OPT_WORDS, "acquire SEM [-n N] [--timeout D] --lease D",
+	    "wait for N permits; print token",
+	    "Prints the token alone on a line. Waits for ever without --timeout;\n"
+	    "exit 1 if not granted in time.\n"
+	    "A permit without a lease is bound to the connection, so --lease is\n"
+	    "needed except at the prompt or in a pipe (released when they end).\n"
+	    "At the prompt, Ctrl-C cancels a waiting acquire.\n"
+	    CLI_D_OPT CLI_D_WORDS
+	    "  acquire SEM [N] [TIMEOUT ms] [LEASE ms]    e.g. ACQUIRE jobs 2 "
+	    "TIMEOUT 100\n", cli_acquire },
+	{ "try", 1, CLI_OPT_N | CLI_OPT_LEASE | CLI_OPT_WORDS,
+	    "try SEM [-n N] --lease D",
+	    "take N permits if free now",
+	    "Exit 1 if they are not free. --lease as for acquire.\n"
+	    CLI_D_OPT CLI_D_WORDS "  try SEM [N] [LEASE ms]\n", cli_try },
+	{ "release", 2, 0, "release SEM TOKEN", "release a permit", NULL,
+	    cli_release },
+	{ "refresh", 3, 0, "refresh SEM TOKEN D",
+	    "extend a lease; print ms left",
+	    "D is the protocol's <ms>: a bare number is milliseconds; a unit may\n"
+	    "be given (30s, 5m).\n", cli_refresh },
+	{ "attach", 2, 0, "attach SEM TOKEN",
+	    "re-own a permit after a restart",
+	    "Takes back a permit left unowned by a semd restart; it becomes\n"
+	    "bound to this connection.\n",
+	    cli_attach },
+	{ "check", 2, 0, "check SEM TOKEN",
+	    "is a permit held? (fencing)",
+	    "Prints n=.. kind=conn|lease ttl_ms=.. while it is held; exit 3 (ERR NOTHELD) when it is not held: for fencing.\n",
+	    cli_check },
+	{ "revoke", 2, 0, "revoke SEM TOKEN",
+	    "free any permit (operators)",
+	    "Frees a permit, bound or leased, whoever holds it.\n", cli_revoke },
+	{ "info", 1, 0, "info SEM", "a semaphore's counters", NULL,
+	    cli_info },
+	{ "holders", 1, 0, "holders SEM",
+	    "its grants, oldest first", NULL, cli_holders },
+	{ "waiters", 1, 0, "waiters SEM",
+	    "its waiters, in queue order", NULL, cli_waiters },
+	{ "list", 0, 0, "list", "the semaphores, by name", NULL,
+	    cli_list },
+	{ "stats", 0, 0, "stats", "semd's counters",
+	    "Prints key=value lines (numbers stay numbers with --json).\n", cli_stats },
+	{ "clients", 0, 0, "clients", "semd's connections",
+	    "One line each: id, address, name (--name), age, idle time, bound\n"
+	    "permits, whether it waits, its last command. The id is owner= of\n"
+	    "holders and what kill takes.\n", cli_clients },
+	{ "kill", 1, 0, "kill ID", "close a connection (operators)",
+	    "Closes connection ID (see clients) as if its client had gone: its\n"
+	    "bound permits are released, its waiter dropped. Exit 3 (ERR\n"
+	    "NOCONN) when no connection has that id.\n", cli_kill },
+	{ "watch", 2, CLI_OPT_TIMEOUT | CLI_OPT_WORDS,
+	    "watch SEM TOKEN [--timeout D]", "wait until a grant ends",
+	    "Prints how it ended: released, expired, revoked, closed (its\n"
+	    "connection closed) or unclaimed (not attached after a restart).\n"
+	    "Exit 1 if it is still held when the timeout runs out, 3 (ERR\n"
+	    "NOTHELD) at once if it is not held. At the prompt Ctrl-C cancels.\n"
+	    CLI_D_OPT CLI_D_WORDS "  watch SEM TOKEN [TIMEOUT ms]\n",
+	    cli_watch },
+	{ "quit", 0, 0, "quit", "send QUIT (prompt: leave)", NULL,
+	    cli_quit },
 	{ "run", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_CMD,
-	    "run SEM [-n N] [--timeout D] -- CMD [ARGS...]", cli_run },
-	{ "help", 0, 0, "help", cli_help_cmd },
+	    "run SEM [-n N] [--timeout D] [OPTIONS] -- CMD...",
+	    "hold permits while CMD runs",
+	    "Options: --lease D, -E|--conflict-exit-code N (75), --kill-after D\n"
+	    "(10), --on-loss kill|ignore, --name LABEL. CMD gets SEMD_SEM,\n"
+	    "SEMD_TOKEN and SEMD_N. Exits with CMD's status; 75 not granted in\n"
+	    "time, 76 the permit was lost while CMD ran; see semd-cli(1).\n"
+	    CLI_D_OPT, cli_run },
+	{ "help", 0, CLI_OPT_ONE_MORE, "help [COMMAND]",
+	    "list commands, or explain one", NULL, cli_help_cmd },
 };
+#define CLI_NCMDS	(sizeof(cli_cmds) / sizeof(cli_cmds[0]))
+
+static const struct cli_cmd *
+cli_cmd_find(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < CLI_NCMDS; i++) {
+		if (strcasecmp(name, cli_cmds[i].name) == 0)
+			return (&cli_cmds[i]);
+	}
+	return (NULL);
+}
 
 void
 cli_help(void)
@@ -339,37 +543,86 @@ cli_help(void)
 
 	printf("usage: semd-cli [-h HOST[:PORT][,HOST[:PORT]...]] [-p PORT] "
 	    "[-s SOCKET]\n"
-	    "                [-a PASSWORD] [--json] COMMAND ...\n"
-	    "       semd-cli [OPTIONS]          (a prompt, on a terminal)\n"
-	    "commands:\n");
-	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
+	    "                [-a PASSWORD] [--name LABEL] [--json] COMMAND "
+	    "...\n"
+	    "       semd-cli [OPTIONS]          (a prompt on a terminal; "
+	    "else one command\n"
+	    "                                    a line from standard input)\n"
+	    "commands (semd-cli help COMMAND, or COMMAND --help, says more):\n");
+	for (i = 0; i < CLI_NCMDS; i++)
 		printf("  %s\n", cli_cmds[i].usage);
-	printf("durations: 500ms, 30s, 5m, 1h (a bare number is ms)\n"
-	    "exit status: 0 done, 1 not granted in time, 2 usage, "
-	    "3 server error or unknown outcome, 4 cannot connect\n"
+	printf("durations: 30 (seconds), 1.5s, 250ms, 5m, 1h; the protocol's "
+	    "own words\n"
+	    "  (ACQUIRE jobs 2 TIMEOUT 100) are accepted too, in milliseconds\n"
+	    "exit status: 0 done, 1 not granted in time, 2 usage, 3 server "
+	    "error or\n"
+	    "  unknown outcome, 4 cannot connect (from a pipe: the highest)\n"
 	    "environment: SEMD_HOSTS, SEMD_HOST, SEMD_PORT, SEMD_SOCKET, "
-	    "SEMD_PASSWORD\n");
+	    "SEMD_PASSWORD,\n"
+	    "  SEMD_NAME, SEMD_CLI_HISTFILE\n");
+}
+
+/* The prompt's help: its commands and keys. */
+void
+cli_help_prompt(void)
+{
+	size_t	i;
+
+	printf("commands (help COMMAND says more):\n");
+	for (i = 0; i < CLI_NCMDS; i++) {
+		if (strcmp(cli_cmds[i].name, "quit") == 0)
+			continue;
+		printf("  %-45s %s\n", cli_cmds[i].usage, cli_cmds[i].summary);
+	}
+	printf("  %-45s %s\n", "quit, exit", "leave (also Ctrl-D)");
+	printf("keys: Ctrl-C cancels a waiting acquire or watch, or the line "
+	    "being typed;\n"
+	    "  Ctrl-D on an empty line leaves; permits acquired here without a "
+	    "lease\n"
+	    "  are held until released or the prompt ends\n");
+}
+
+/* help NAME: its usage and explanation; 0, or 2 if there is none. */
+int
+cli_help_cmd_text(const char *name)
+{
+	const struct cli_cmd	*cmd;
+
+	if ((cmd = cli_cmd_find(name)) == NULL) {
+		cli_usage_error("help: unknown command '%s'", name);
+		return (CLI_EXIT_USAGE);
+	}
+	printf("usage: %s\n  %s.\n", cmd->usage, cmd->summary);
+	if (cmd->help != NULL)
+		fputs(cmd->help, stdout);
+	fflush(stdout);
+	return (CLI_EXIT_OK);
 }
 
 int
 cli_dispatch(struct cli *cli, int argc, char **argv)
 {
-	const struct cli_cmd	*cmd = NULL;
+	const struct cli_cmd	*cmd;
 	struct cli_args		 a;
-	size_t			 i;
-	int			 rc, json = cli->json;
+	int			 i, rc, json = cli->json;
 
-	for (i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++) {
-		if (strcasecmp(argv[0], cli_cmds[i].name) == 0)
-			cmd = &cli_cmds[i];
-	}
-	if (cmd == NULL) {
+	if ((cmd = cli_cmd_find(argv[0])) == NULL) {
 		cli_usage_error("unknown command '%s'", argv[0]);
+		return (CLI_EXIT_USAGE);
+	}
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--help") == 0)
+			return (cli_help_cmd_text(cmd->name));
+	}
+	if (cli->from_pipe && (cmd->flags & CLI_OPT_CMD)) {
+		cli_usage_error("%s: not from a pipe (its command would share "
+		    "the input); give it on the command line", cmd->name);
 		return (CLI_EXIT_USAGE);
 	}
 	if (cli_parse_args(cmd->name, cmd->flags, argc - 1, argv + 1, &a) != 0)
 		return (CLI_EXIT_USAGE);
-	if (a.npos != cmd->npos) {
+	if (a.npos != cmd->npos && !((cmd->flags & CLI_OPT_ONE_MORE) &&
+	    a.npos == cmd->npos + 1)) {
 		cli_usage_error("usage: %s", cmd->usage);
 		return (CLI_EXIT_USAGE);
 	}

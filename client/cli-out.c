@@ -110,6 +110,28 @@ cli_out_check(struct cli *cli, const struct semc_check *chk)
 	puts(cli->json ? "}" : "");
 }
 
+/* A label or address as JSON (null when "") or text ("-"). */
+static void
+cli_out_label(struct cli *cli, const char *s)
+{
+	if (cli->json && *s == '\0')
+		fputs("null", stdout);
+	else if (cli->json)
+		cli_json_str(s);
+	else
+		fputs(*s == '\0' ? "-" : s, stdout);
+}
+
+/* The "name" and "addr" of a holder, waiter or client, for JSON. */
+static void
+cli_out_who(struct cli *cli, const char *name, const char *addr)
+{
+	fputs(",\"name\":", stdout);
+	cli_out_label(cli, name);
+	fputs(",\"addr\":", stdout);
+	cli_out_label(cli, addr);
+}
+
 void
 cli_out_holders(struct cli *cli, const struct semc_holder *h, size_t n)
 {
@@ -118,8 +140,8 @@ cli_out_holders(struct cli *cli, const struct semc_holder *h, size_t n)
 	if (cli->json)
 		putchar('[');
 	else
-		printf("%-20s %10s %-5s %10s %10s\n", "TOKEN", "N", "KIND",
-		    "OWNER", "TTL_MS");
+		printf("%-20s %10s %-5s %10s %10s %-24s %s\n", "TOKEN", "N",
+		    "KIND", "OWNER", "TTL_MS", "NAME", "ADDR");
 	for (i = 0; i < n; i++) {
 		const char *kind = h[i].lease ? "lease" : "conn";
 
@@ -133,6 +155,7 @@ cli_out_holders(struct cli *cli, const struct semc_holder *h, size_t n)
 				fputs("null", stdout);
 			fputs(",\"ttl_ms\":", stdout);
 			cli_out_ttl(cli, h[i].ttl_ms);
+			cli_out_who(cli, h[i].name, h[i].addr);
 			putchar('}');
 			continue;
 		}
@@ -143,9 +166,11 @@ cli_out_holders(struct cli *cli, const struct semc_holder *h, size_t n)
 		else
 			printf("%10s ", "-");
 		if (h[i].ttl_ms >= 0)
-			printf("%10lld\n", (long long)h[i].ttl_ms);
+			printf("%10lld ", (long long)h[i].ttl_ms);
 		else
-			printf("%10s\n", "-");
+			printf("%10s ", "-");
+		printf("%-24s %s\n", *h[i].name != '\0' ? h[i].name : "-",
+		    *h[i].addr != '\0' ? h[i].addr : "-");
 	}
 	if (cli->json)
 		puts("]");
@@ -159,20 +184,75 @@ cli_out_waiters(struct cli *cli, const struct semc_waiter *w, size_t n)
 	if (cli->json)
 		putchar('[');
 	else
-		printf("%-4s %10s %12s %10s\n", "#", "N", "WAITED_MS", "OWNER");
+		printf("%-4s %10s %12s %10s %-24s %s\n", "#", "N", "WAITED_MS",
+		    "OWNER", "NAME", "ADDR");
 	for (i = 0; i < n; i++) {
-		if (cli->json)
-			printf("%s{\"n\":%u,\"waited_ms\":%llu,\"owner\":%llu}",
+		if (cli->json) {
+			printf("%s{\"n\":%u,\"waited_ms\":%llu,\"owner\":%llu",
 			    i > 0 ? "," : "", w[i].n,
 			    (unsigned long long)w[i].waited_ms,
 			    (unsigned long long)w[i].owner);
-		else
-			printf("%-4zu %10u %12llu %10llu\n", i + 1, w[i].n,
-			    (unsigned long long)w[i].waited_ms,
-			    (unsigned long long)w[i].owner);
+			cli_out_who(cli, w[i].name, w[i].addr);
+			putchar('}');
+		} else
+			printf("%-4zu %10u %12llu %10llu %-24s %s\n", i + 1,
+			    w[i].n, (unsigned long long)w[i].waited_ms,
+			    (unsigned long long)w[i].owner,
+			    *w[i].name != '\0' ? w[i].name : "-",
+			    *w[i].addr != '\0' ? w[i].addr : "-");
 	}
 	if (cli->json)
 		puts("]");
+}
+
+/* CLIENTS: a table, or an array of objects. */
+void
+cli_out_clients(struct cli *cli, const struct semc_client *cl, size_t n)
+{
+	size_t	i;
+
+	if (cli->json)
+		putchar('[');
+	else
+		printf("%-8s %-22s %-24s %10s %10s %6s %7s %s\n", "ID", "ADDR",
+		    "NAME", "AGE_MS", "IDLE_MS", "GRANTS", "WAITING", "CMD");
+	for (i = 0; i < n; i++) {
+		if (!cli->json) {
+			printf("%-8llu %-22s %-24s %10llu %10llu %6llu %7s "
+			    "%s\n", (unsigned long long)cl[i].id,
+			    *cl[i].addr != '\0' ? cl[i].addr : "-",
+			    *cl[i].name != '\0' ? cl[i].name : "-",
+			    (unsigned long long)cl[i].age_ms,
+			    (unsigned long long)cl[i].idle_ms,
+			    (unsigned long long)cl[i].grants,
+			    cl[i].waiting ? "yes" : "no",
+			    *cl[i].cmd != '\0' ? cl[i].cmd : "-");
+			continue;
+		}
+		printf("%s{\"id\":%llu", i > 0 ? "," : "",
+		    (unsigned long long)cl[i].id);
+		cli_out_who(cli, cl[i].name, cl[i].addr);
+		printf(",\"age_ms\":%llu,\"idle_ms\":%llu,\"grants\":%llu,"
+		    "\"waiting\":%s,\"cmd\":", (unsigned long long)cl[i].age_ms,
+		    (unsigned long long)cl[i].idle_ms,
+		    (unsigned long long)cl[i].grants,
+		    cl[i].waiting ? "true" : "false");
+		cli_out_label(cli, strcmp(cl[i].cmd, "-") == 0 ? "" :
+		    cl[i].cmd);
+		putchar('}');
+	}
+	if (cli->json)
+		puts("]");
+}
+
+/* How a watched grant ended: the reason alone, or {"reason": ...}. */
+void
+cli_out_reason(struct cli *cli, enum semc_watch_reason reason)
+{
+	if (cli->json)
+		printf("{\"reason\":\"%s\"}\n", semc_reasonname(reason));
+	else
+		printf("%s\n", semc_reasonname(reason));
 }
 
 /* Numbers stay numbers in JSON; other values are strings. */

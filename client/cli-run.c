@@ -12,7 +12,8 @@
  * While CMD runs, semd-cli forwards the signals a supervisor sends
  * (SIGINT SIGTERM SIGHUP SIGQUIT SIGUSR1 SIGUSR2) to it, and notices at
  * once a permit lost: a watcher process blocks in WATCH on a connection
- * of its own (the keeper WATCHes a lease), and if semd closes the holding
+ * of its own (the keeper WATCHes a lease), and outlives a killed
+ * semd-cli to stop CMD itself if the permit is lost then, and if semd closes the holding
  * connection semd-cli reconnects and ATTACHes the permit again (semd with
  * persistence keeps it through a restart, a standby that takes over keeps
  * it too). A permit revoked, expired, refused on ATTACH, or unreachable
@@ -22,9 +23,6 @@
  * + N if a signal N killed it.
  */
 #include <sys/wait.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -352,11 +350,46 @@ cli_run_spawn(struct cli_run *r, char **env, const sigset_t *blocked,
 }
 
 /*
+ * The watcher, orphaned (semd-cli was killed, even by SIGKILL) while CMD
+ * runs on with the permit: it stops CMD itself when semd says the permit
+ * is gone (code, as the watcher would exit with), as semd-cli would have.
+ * The permit ending because its connection closed means CMD has exited.
+ */
+static void __attribute__((noreturn))
+cli_run_watcher_orphaned(struct cli_run *r, int code)
+{
+	int64_t	 until;
+	int	 lost;
+
+	lost = code == CLI_WATCH_NOTHELD ||
+	    (code >= CLI_WATCH_ENDED && code <= CLI_WATCH_ENDED +
+	    SEMC_WATCH_OTHER && code != CLI_WATCH_ENDED + SEMC_WATCH_CLOSED &&
+	    code != CLI_WATCH_ENDED + SEMC_WATCH_RELEASED);
+	if (!lost || r->a->run.on_loss_ignore || kill(r->pid, 0) == -1)
+		_exit(0);
+	fprintf(stderr, "semd-cli: the permit on %s (token %llu) is lost: %s; "
+	    "semd-cli is gone, its watcher stops %s: SIGTERM, then SIGKILL "
+	    "after %lld ms\n", r->sem, (unsigned long long)r->token,
+	    code == CLI_WATCH_NOTHELD ? "semd says it is not held" :
+	    semc_reasonname(code - CLI_WATCH_ENDED), r->a->argv[0],
+	    (long long)r->a->run.kill_after_ms);
+	kill(r->pid, SIGTERM);
+	until = cli_run_now_ms() + r->a->run.kill_after_ms;
+	while (kill(r->pid, 0) == 0 && cli_run_now_ms() < until)
+		poll(NULL, 0, 50);
+	if (kill(r->pid, 0) == 0)
+		kill(r->pid, SIGKILL);
+	_exit(0);
+}
+
+/*
  * The watcher process: WATCH the permit on a connection of its own until
  * semd says it ended; its exit status says how. A connection that fails
- * is opened again (following a restart or a failover) every second. It
- * dies with semd-cli (PR_SET_PDEATHSIG), and is in a process group of its
- * own, so that a terminal's Ctrl-C meant for CMD does not end it.
+ * is opened again (following a restart or a failover) every second. It is
+ * in a process group of its own, so that a terminal's Ctrl-C meant for
+ * CMD does not end it, and it outlives semd-cli as long as CMD does: if
+ * semd-cli is killed, the watcher still stops CMD when its permit is lost
+ * (and ends when CMD ends, which closes the inherited connection).
  */
 static void __attribute__((noreturn))
 cli_run_watcher(struct cli_run *r, pid_t parent, const sigset_t *old)
@@ -365,10 +398,8 @@ cli_run_watcher(struct cli_run *r, pid_t parent, const sigset_t *old)
 	struct semc		*w;
 	enum semc_watch_reason	 reason;
 	enum semc_err		 err;
+	int			 code;
 
-#ifdef PR_SET_PDEATHSIG
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
 	if (getppid() != parent)
 		_exit(1);
 	setpgid(0, 0);
@@ -381,12 +412,21 @@ cli_run_watcher(struct cli_run *r, pid_t parent, const sigset_t *old)
 	for (;;) {
 		err = semc_watch(w, r->sem, r->token, SEMC_FOREVER, &reason);
 		if (err == SEMC_OK)
-			_exit(CLI_WATCH_ENDED + (int)reason);
-		if (err == SEMC_ERR_NOTHELD || err == SEMC_ERR_NOSEM)
-			_exit(CLI_WATCH_NOTHELD);
-		if (err == SEMC_ERR_PROTO)
-			_exit(CLI_WATCH_UNKNOWN);
-		poll(NULL, 0, CLI_RUN_RETRY_MS);
+			code = CLI_WATCH_ENDED + (int)reason;
+		else if (err == SEMC_ERR_NOTHELD || err == SEMC_ERR_NOSEM)
+			code = CLI_WATCH_NOTHELD;
+		else if (err == SEMC_ERR_PROTO)
+			code = CLI_WATCH_UNKNOWN;
+		else {
+			/* Orphaned, and CMD gone too: nothing left to guard. */
+			if (getppid() != parent && kill(r->pid, 0) == -1)
+				_exit(0);
+			poll(NULL, 0, CLI_RUN_RETRY_MS);
+			continue;
+		}
+		if (getppid() != parent)
+			cli_run_watcher_orphaned(r, code);
+		_exit(code);
 	}
 }
 

@@ -5,6 +5,7 @@
 #define CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "semc.h"
 
@@ -27,11 +28,21 @@ struct cli_run_opts {
 	const char	*name;		/* --name; NULL: SEMD_NAME, default */
 };
 
+struct cli_held;
+
 struct cli {
 	struct semc	*c;
 	struct semc_opts opts;
+	const char	*name;		/* --name or SEMD_NAME; NULL: none */
+	char		*password;	/* of a good AUTH at the prompt */
 	int		 json;
-	int		 interactive;	/* the prompt: bound permits allowed */
+	int		 interactive;	/* the prompt or a pipe: many commands
+					   on one connection, so bound permits
+					   are allowed */
+	int		 prompt;	/* the prompt (a terminal) */
+	int		 from_pipe;	/* commands read from a pipe or file */
+	struct cli_held	*held;		/* the prompt's other connections,
+					   each holding one bound permit */
 };
 
 /* A command's arguments after its name. */
@@ -46,6 +57,7 @@ struct cli_args {
 	char		**argv;		/* after "--" (run) */
 	int		 argc;
 	int		 json;		/* --json after the command */
+	int		 n_given;	/* -n or the protocol's <n> */
 };
 
 /* Which options a command takes. */
@@ -53,10 +65,14 @@ struct cli_args {
 #define CLI_OPT_TIMEOUT	0x2
 #define CLI_OPT_LEASE	0x4
 #define CLI_OPT_CMD	0x8		/* "-- CMD ARGS..." */
+#define CLI_OPT_WORDS	0x10		/* the protocol's own words too: <n>
+					   after SEM, TIMEOUT <ms>, LEASE <ms> */
+#define CLI_OPT_ONE_MORE 0x20		/* one optional positional argument */
 
 /* cli-args.c */
 const char *cli_optval(const char *name, int argc, char **argv, int *i);
 int	 cli_parse_duration(const char *s, int64_t *ms);
+int	 cli_parse_proto_ms(const char *s, int64_t *ms);
 int	 cli_parse_u32(const char *s, uint32_t min, uint32_t *out);
 int	 cli_parse_token(const char *s, uint64_t *out);
 int	 cli_parse_args(const char *cmd, int flags, int argc, char **argv,
@@ -67,7 +83,13 @@ void	 cli_usage_error(const char *fmt, ...)
 /* cli-cmd.c: run one command line (argv[0] is the command). */
 int	 cli_dispatch(struct cli *cli, int argc, char **argv);
 int	 cli_fail(struct cli *cli, enum semc_err err);
+int	 cli_fail_on(struct cli *cli, struct semc *c, enum semc_err err);
+int	 cli_exit_worse(int a, int b);
+int	 cli_watch_done(struct cli *cli, struct semc *c, enum semc_err err,
+	    enum semc_watch_reason reason);
 void	 cli_help(void);
+int	 cli_help_cmd_text(const char *name);
+void	 cli_help_prompt(void);
 
 /* cli-out.c */
 void	 cli_json_str(const char *s);
@@ -79,6 +101,9 @@ void	 cli_out_holders(struct cli *cli, const struct semc_holder *h,
 	    size_t n);
 void	 cli_out_waiters(struct cli *cli, const struct semc_waiter *w,
 	    size_t n);
+void	 cli_out_clients(struct cli *cli, const struct semc_client *cl,
+	    size_t n);
+void	 cli_out_reason(struct cli *cli, enum semc_watch_reason reason);
 void	 cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n);
 void	 cli_out_error(struct cli *cli, enum semc_err err, const char *msg);
 
@@ -87,7 +112,15 @@ int	 cli_run(struct cli *cli, const struct cli_args *a);
 void	 cli_run_defaults(struct cli_args *a);
 int	 cli_run_option(int argc, char **argv, int *i, struct cli_args *a);
 
-/* cli-prompt.c */
+/* cli-prompt.c: the prompt, and commands read from a pipe */
 int	 cli_prompt(struct cli *cli);
+int	 cli_pipe(struct cli *cli, FILE *in);
+int	 cli_prompt_acquire(struct cli *cli, const struct cli_args *a);
+int	 cli_prompt_watch(struct cli *cli, const char *sem, uint64_t token,
+	    int64_t timeout_ms);
+struct semc *cli_prompt_conn(struct cli *cli, const char *sem,
+	    uint64_t token);
+void	 cli_prompt_forget(struct cli *cli, const char *sem, uint64_t token);
+void	 cli_prompt_free(struct cli *cli);
 
 #endif /* CLI_H */

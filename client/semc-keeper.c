@@ -111,7 +111,8 @@ semc_keeper_poke(struct semc_keeper *k)
 
 /*
  * Mark the lease (sem, token) lost and tell the holder, unless it was
- * removed meanwhile or is lost already (lock held; dropped for fn).
+ * removed meanwhile or is lost already (lock held; dropped for fn): the
+ * callback runs before the pipe becomes readable.
  */
 static void
 semc_keeper_lose(struct semc_keeper *k, const char *sem, uint64_t token,
@@ -123,15 +124,16 @@ semc_keeper_lose(struct semc_keeper *k, const char *sem, uint64_t token,
 	if ((l = semc_keeper_find(k, sem, token)) == NULL || l->lost)
 		return;
 	l->lost = 1;
-	if (!k->signalled) {
-		k->signalled = 1;
-		while (write(k->pipe[1], &byte, 1) == -1 && errno == EINTR)
-			;
-	}
+	/* The callback first: a holder woken by the pipe finds it done. */
 	if (k->fn != NULL) {
 		pthread_mutex_unlock(&k->lock);
 		k->fn(k->arg, sem, token, why, msg);
 		pthread_mutex_lock(&k->lock);
+	}
+	if (!k->signalled) {
+		k->signalled = 1;
+		while (write(k->pipe[1], &byte, 1) == -1 && errno == EINTR)
+			;
 	}
 }
 

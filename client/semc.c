@@ -322,6 +322,21 @@ semc_reconnect(struct semc *c)
 	return (semc_open_owner(c, &s));
 }
 
+static int	semc_format_req(char *, size_t, const char *, va_list)
+		    __attribute__((format(printf, 3, 0)));
+
+/* The request line, "\n" included, into req; its length, or -1. */
+static int
+semc_format_req(char *req, size_t size, const char *fmt, va_list ap)
+{
+	int	len = vsnprintf(req, size - 1, fmt, ap);
+
+	if (len < 0 || (size_t)len >= size - 1)
+		return (-1);
+	req[len++] = '\n';
+	return (len);
+}
+
 /*
  * Send the formatted request and read its reply. A connection found
  * closed before sending is opened again first; a send that fails is
@@ -342,11 +357,10 @@ semc_call(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 	int			 len, reopened = 0;
 
 	va_start(ap, fmt);
-	len = vsnprintf(req, sizeof(req) - 1, fmt, ap);
+	len = semc_format_req(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	if (len < 0 || (size_t)len >= sizeof(req) - 1)
+	if (len < 0)
 		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
-	req[len++] = '\n';
 
 	semc_search_start(c, &s);
 	if (semc_conn_broken(c)) {
@@ -381,11 +395,10 @@ semc_call_send(struct semc *c, const char *fmt, ...)
 	int			 len;
 
 	va_start(ap, fmt);
-	len = vsnprintf(req, sizeof(req) - 1, fmt, ap);
+	len = semc_format_req(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	if (len < 0 || (size_t)len >= sizeof(req) - 1)
+	if (len < 0)
 		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
-	req[len++] = '\n';
 	if (semc_conn_broken(c)) {
 		semc_search_start(c, &s);
 		if ((err = semc_open_owner(c, &s)) != SEMC_OK)

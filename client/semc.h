@@ -344,8 +344,8 @@ enum semc_err	 semc_quit(struct semc *c);
  * more connection per lease, WATCHes it (semd 1.1). The first refresh
  * that fails, for any reason, and a WATCH that answers that the grant
  * ended (revoked, expired, released by someone else), mark the lease
- * lost at once: fn is called on the keeper's thread, semc_keeper_fd()
- * becomes readable, and semc_keeper_lost() answers 1. Through WATCH a
+ * lost at once: fn is called on the keeper's thread, then
+ * semc_keeper_fd() becomes readable, and semc_keeper_lost() answers 1. Through WATCH a
  * revoked lease is known within a round trip, not at the next refresh.
  * The keeper never guesses that a lease it could not refresh is still
  * held: the holder must stop trusting it (and the resource should check

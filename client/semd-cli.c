@@ -1,8 +1,9 @@
 /*
- * semd-cli.c: main. Global options (-h -p -s -a --json, or SEMD_HOST,
- * SEMD_PORT, SEMD_SOCKET, SEMD_PASSWORD; SEMD_HOSTS is read by libsemc),
- * then one command, or the interactive prompt when there is none and
- * stdin is a terminal. -h takes one host or a list (owner and standbys).
+ * semd-cli.c: main. Global options (-h -p -s -a --name --json, or
+ * SEMD_HOST, SEMD_PORT, SEMD_SOCKET, SEMD_PASSWORD, SEMD_NAME; SEMD_HOSTS
+ * is read by libsemc), then one command; with none, the interactive
+ * prompt when stdin is a terminal, else commands read from stdin, one a
+ * line. -h takes one host or a list (owner and standbys).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "proto.h"
 
 static int
 cli_port(const char *s, int *port)
@@ -21,6 +23,19 @@ cli_port(const char *s, int *port)
 		return (-1);
 	}
 	*port = (int)v;
+	return (0);
+}
+
+/* A connection's label for NAME (semd's alphabet or @, 1..64 bytes). */
+static int
+cli_name(const char *s, const char **name)
+{
+	if (!proto_valid_label(s, strlen(s))) {
+		cli_usage_error("invalid name '%s' (1 to 64 bytes of A-Z a-z "
+		    "0-9 _ . : / - @)", s);
+		return (-1);
+	}
+	*name = s;
 	return (0);
 }
 
@@ -38,6 +53,9 @@ main(int argc, char **argv)
 	if ((env = getenv("SEMD_PORT")) != NULL && *env != '\0' &&
 	    cli_port(env, &cli.opts.port) != 0)
 		return (CLI_EXIT_USAGE);
+	if ((env = getenv("SEMD_NAME")) != NULL && *env != '\0' &&
+	    cli_name(env, &cli.name) != 0)
+		return (CLI_EXIT_USAGE);
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *opt = argv[i];
@@ -48,6 +66,20 @@ main(int argc, char **argv)
 		}
 		if (strcmp(opt, "--json") == 0) {
 			cli.json = 1;
+			continue;
+		}
+		if (strncmp(opt, "--name=", 7) == 0) {
+			if (cli_name(opt + 7, &cli.name) != 0)
+				return (CLI_EXIT_USAGE);
+			continue;
+		}
+		if (strcmp(opt, "--name") == 0) {
+			if (++i == argc) {
+				cli_usage_error("option --name needs a value");
+				return (CLI_EXIT_USAGE);
+			}
+			if (cli_name(argv[i], &cli.name) != 0)
+				return (CLI_EXIT_USAGE);
 			continue;
 		}
 		if (strcmp(opt, "--help") == 0) {
@@ -85,6 +117,7 @@ main(int argc, char **argv)
 			break;
 		}
 	}
+	cli.opts.name = cli.name;
 	if (cli.opts.unix_path != NULL && *cli.opts.unix_path == '\0')
 		cli.opts.unix_path = NULL;
 	if (cli.opts.password != NULL && *cli.opts.password == '\0')
@@ -97,11 +130,9 @@ main(int argc, char **argv)
 		rc = cli_dispatch(&cli, argc - i, argv + i);
 	else if (isatty(STDIN_FILENO))
 		rc = cli_prompt(&cli);
-	else {
-		cli_usage_error("no command given (and stdin is not a "
-		    "terminal, for the prompt)");
-		rc = CLI_EXIT_USAGE;
-	}
+	else
+		rc = cli_pipe(&cli, stdin);
+	cli_prompt_free(&cli);
 	semc_free(cli.c);
 	return (rc);
 }

@@ -83,19 +83,24 @@ cmd_acquire(struct cmd_ctx *ctx)
 	return (CMD_WAIT_ENGINE);
 }
 
+/* "OK", or the engine's error for the request. */
+static enum cmd_result
+cmd_reply_result(struct cmd_ctx *ctx, enum proto_err err)
+{
+	if (err != PERR_NONE)
+		cmd_reply_engine_err(ctx, err);
+	else
+		conn_reply(ctx->conn, "OK");
+	return (CMD_DONE);
+}
+
 enum cmd_result
 cmd_release(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
-	enum proto_err	 err;
 
-	err = engine_release(c->srv->engine, ctx->sem, ctx->req->token,
-	    c->owner);
-	if (err != PERR_NONE)
-		cmd_reply_engine_err(ctx, err);
-	else
-		conn_reply(c, "OK");
-	return (CMD_DONE);
+	return (cmd_reply_result(ctx, engine_release(c->srv->engine, ctx->sem,
+	    ctx->req->token, c->owner)));
 }
 
 enum cmd_result
@@ -130,15 +135,9 @@ enum cmd_result
 cmd_attach(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
-	enum proto_err	 err;
 
-	err = engine_attach(c->srv->engine, ctx->sem, ctx->req->token,
-	    c->owner);
-	if (err != PERR_NONE)
-		cmd_reply_engine_err(ctx, err);
-	else
-		conn_reply(c, "OK");
-	return (CMD_DONE);
+	return (cmd_reply_result(ctx, engine_attach(c->srv->engine, ctx->sem,
+	    ctx->req->token, c->owner)));
 }
 
 enum cmd_result
@@ -165,15 +164,8 @@ cmd_check(struct cmd_ctx *ctx)
 enum cmd_result
 cmd_revoke(struct cmd_ctx *ctx)
 {
-	struct conn	*c = ctx->conn;
-	enum proto_err	 err;
-
-	err = engine_revoke(c->srv->engine, ctx->sem, ctx->req->token);
-	if (err != PERR_NONE)
-		cmd_reply_engine_err(ctx, err);
-	else
-		conn_reply(c, "OK");
-	return (CMD_DONE);
+	return (cmd_reply_result(ctx, engine_revoke(ctx->conn->srv->engine,
+	    ctx->sem, ctx->req->token)));
 }
 
 /*

@@ -109,6 +109,8 @@ static const struct config_directive directives[] = {
 	    OFF(reclaim_grace_ms), 0 },
 	{ "persistence-backlog", CONF_INT, 1, 100000000, "100000",
 	    OFF(persistence_backlog), 0 },
+	{ "persistence-pipeline", CONF_INT, 1, CONFIG_PIPELINE_MAX, "8",
+	    OFF(persistence_pipeline), 0 },
 	{ "owner-lease",	CONF_DURATION, 500, 60000, "3s",
 	    OFF(owner_lease_ms), 0 },
 	{ "standby",		CONF_BOOL, 0, 1, "no", OFF(standby), 0 },
@@ -132,7 +134,8 @@ static const char usage_text[] =
 "            loglevel logfile syslog syslog-ident syslog-facility\n"
 "            pidfile daemonize semaphore persistence redis\n"
 "            redis-password redis-db redis-prefix redis-timeout\n"
-"            reclaim-grace persistence-backlog owner-lease standby\n"
+"            reclaim-grace persistence-backlog persistence-pipeline\n"
+"            owner-lease standby\n"
 "            advertise\n"
 "See semd.conf(5) for each directive, its default and its range.\n";
 
@@ -273,6 +276,13 @@ config_apply(struct config *cfg, const struct config_directive *d,
 			    CONFIG_MAX_BIND);
 			return (-1);
 		}
+		/* Only the command line can give one ("--bind ''"). */
+		for (i = 0; i < argc; i++) {
+			if (argv[i][0] == '\0') {
+				snprintf(err, errlen, "bind: empty address");
+				return (-1);
+			}
+		}
 		for (i = 0; i < cfg->nbind; i++)
 			free(cfg->bind[i]);
 		for (i = 0; i < argc; i++)
@@ -400,22 +410,16 @@ static int
 config_split(char *line, char **words, size_t max)
 {
 	struct proto_word	w;
-	size_t			n = 0, i, pos = 0, len = strcspn(line, "\r\n");
-	size_t			lens[CONFIG_WORDS_MAX];
+	size_t			pos = 0, len = strcspn(line, "\r\n");
 
-	/* The protocol's tokenizer: words are separated by blanks. */
+	/* A word starting with '#' begins a comment, to the end of line. */
 	while (proto_next_word(line, len, &pos, &w)) {
-		if (w.p[0] == '#')
-			break;		/* a comment, to the end of the line */
-		if (n == max || n == CONFIG_WORDS_MAX)
-			return (-1);
-		words[n] = (char *)w.p;
-		lens[n++] = w.len;
+		if (w.p[0] == '#') {
+			line[w.p - line] = '\0';
+			break;
+		}
 	}
-	/* Each word ends at a blank or at the line's end: terminate it. */
-	for (i = 0; i < n; i++)
-		words[i][lens[i]] = '\0';
-	return ((int)n);
+	return (proto_split_words(line, words, max));
 }
 
 static int

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #define CONFIG_MAX_BIND		16
+#define CONFIG_PIPELINE_MAX	64	/* persistence-pipeline's range */
 
 /* persistence: what a grant's reply waits for. */
 enum persist_mode {
@@ -61,6 +62,7 @@ struct config {
 	int64_t			 redis_timeout_ms;
 	int64_t			 reclaim_grace_ms;
 	int64_t			 persistence_backlog;
+	int64_t			 persistence_pipeline; /* batches in flight */
 	int64_t			 owner_lease_ms;
 	int64_t			 standby;	/* wait while another owns */
 	char			*advertise;	/* NULL: first bind and port */

@@ -61,6 +61,8 @@
 #define CONN_SWEEP_MS		1000
 
 static void	conn_take_lines(struct conn *c);
+static void	conn_vreply(struct conn *, const char *, va_list)
+		    __attribute__((format(printf, 2, 0)));
 
 static const char *const conn_state_names[CONN__COUNT] = {
 #define X(name, text) text,

@@ -163,6 +163,12 @@ grant_timer_fired(void *arg)
 	struct engine	*e = sem_engine(g->sem);
 
 	g->timer = NULL;	/* a fired handle is dead */
+	if (engine_now(e) < g->deadline_ms) {
+		/* Early (a coarse timer): a lease may end late, never early. */
+		g->timer = engine_timer_add(e, g->deadline_ms - engine_now(e),
+		    grant_timer_fired, g);
+		return;
+	}
 	if (g->kind == GRANT_LEASE)
 		grant_release(e, g, RELEASE_EXPIRED);
 	else
@@ -615,6 +621,8 @@ engine_restore_grant(struct engine *e, struct sem *s, uint64_t token,
 	struct grant	*g;
 
 	assert(kind != GRANT_CONN && token != 0);
+	if (token > ENGINE_TOKEN_MAX)
+		return (NULL);
 	HASH_FIND(hh, e->grants, &token, sizeof(token), g);
 	if (g != NULL)
 		return (NULL);
@@ -667,6 +675,8 @@ engine_last_token(struct engine *e)
 void
 engine_raise_token_floor(struct engine *e, uint64_t floor)
 {
+	if (floor > ENGINE_TOKEN_MAX)
+		floor = ENGINE_TOKEN_MAX;
 	if (floor > e->last_token)
 		e->last_token = floor;
 }

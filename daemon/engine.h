@@ -247,10 +247,18 @@ void		 engine_undo_grant(struct engine *e, struct grant *g);
 void		 engine_hold_grants(struct engine *e, int hold);
 
 /*
+ * The largest token the engine takes from outside (a restored grant, a
+ * token floor): only a corrupt store has larger ones, and taking them
+ * would wrap the token counter to 0 and issue old tokens again.
+ */
+#define ENGINE_TOKEN_MAX	((uint64_t)INT64_MAX)
+
+/*
  * Persistence, after a restart: put back a grant of s under its old token,
  * as GRANT_LEASE or GRANT_UNOWNED, ending ttl_ms from now (RELEASED with
  * EXPIRED or UNCLAIMED). Raises the token floor; emits no event; used may
- * then exceed the capacity. NULL if that token is already held.
+ * then exceed the capacity. NULL if that token is already held or above
+ * ENGINE_TOKEN_MAX.
  */
 struct grant	*engine_restore_grant(struct engine *e, struct sem *s,
 		    uint64_t token, uint32_t n, enum grant_kind kind,
@@ -273,7 +281,10 @@ const char	*engine_kind_name(enum grant_kind kind);
 
 /* The highest token ever issued (0: none); tokens continue above it. */
 uint64_t	 engine_last_token(struct engine *e);
-/* Make every later token greater than floor (used by persistence). */
+/*
+ * Make every later token greater than floor (used by persistence); a floor
+ * above ENGINE_TOKEN_MAX counts as ENGINE_TOKEN_MAX.
+ */
 void		 engine_raise_token_floor(struct engine *e, uint64_t floor);
 
 void		 engine_get_stats(struct engine *e, struct engine_stats *st);

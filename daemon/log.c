@@ -181,6 +181,9 @@ log_level_parse(const char *name)
 	return (-1);
 }
 
+static void	log_vwrite(enum log_level, int, const char *, va_list)
+		    __attribute__((format(printf, 3, 0)));
+
 /* Write one line; errno_suffix >= 0 appends strerror(errno_suffix). */
 static void
 log_vwrite(enum log_level level, int errno_suffix, const char *fmt, va_list ap)

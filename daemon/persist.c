@@ -9,6 +9,15 @@
  * in order on one connection, so Redis always moves from one consistent
  * state of semd's to a later one.
  *
+ * Pipelining: up to persistence-pipeline batches are in flight at once
+ * (a flight each: what it wrote, the replies it holds, the token bound it
+ * raises). Redis answers them in order and fsyncs once per event-loop
+ * turn, so batches sent together share an fsync, and a waiter woken while
+ * a batch is in flight goes out with the next one instead of waiting for
+ * it. A grant is still answered only once the batch holding it is
+ * acknowledged; when one fails, the store fails every later one too, and
+ * all of them are dirty again, in order.
+ *
  * Tokens: Redis's bound (P tokens) is kept at least TOKEN_BLOCK / 2 ahead
  * of the last token issued, raised inside the same MULTI/EXEC as the
  * grants that need it. A grant therefore never costs an extra round trip,
@@ -72,6 +81,16 @@ struct dirty_grant {
 	UT_hash_handle	 hh;
 };
 
+/* One batch in flight: what it writes, and what waits for it. */
+struct flight {
+	struct dirty_sem	*sems;
+	struct dirty_grant	*grants;
+	struct await		*awaits;	/* answered when it lands */
+	uint64_t		 tokens;	/* Redis's bound once it lands */
+	int			 resync;	/* it rewrites Redis whole */
+	struct flight		*next;
+};
+
 struct await {
 	uint64_t		 conn_id;
 	enum persist_await_kind	 kind;
@@ -101,13 +120,17 @@ struct persist {
 	char			 subject[320];	/* "redis ADDRESS", for the log */
 	int			 listening;	/* the server listens */
 
-	struct dirty_sem	*dirty_sems, *flight_sems;
-	struct dirty_grant	*dirty_grants, *flight_grants;
+	struct dirty_sem	*dirty_sems;
+	struct dirty_grant	*dirty_grants;
 	/* Replies held for the store, oldest first: answered in order. */
-	struct await		*awaits, *flight_awaits;
+	struct await		*awaits;
 	struct await		**awaits_tail;	/* &last->next, or &awaits */
+	struct await		*failed;	/* of failed batches, in order */
+	struct await		**failed_tail;
+	struct flight		*flights;	/* in flight, oldest first */
+	struct flight		**flights_tail;
+	unsigned		 nflights;
 	int			 resync;	/* rewrite Redis whole */
-	int			 flight_resync;
 	char			**stale_names;	/* in Redis; to delete first */
 	size_t			 nstale;
 
@@ -187,20 +210,47 @@ dirty_grant_add(struct dirty_grant **set, uint64_t token, const char *sem,
 
 /* A failed batch: what it carried is dirty again (unless already so). */
 static void
-dirty_merge_flight(struct persist *p)
+dirty_merge_flight(struct persist *p, struct flight *f)
 {
 	struct dirty_sem	*ds, *dstmp;
 	struct dirty_grant	*dg, *dgtmp;
 
-	HASH_ITER(hh, p->flight_sems, ds, dstmp)
+	HASH_ITER(hh, f->sems, ds, dstmp)
 		dirty_sem_add(&p->dirty_sems, ds->name, ds->len);
-	HASH_ITER(hh, p->flight_grants, dg, dgtmp)
+	HASH_ITER(hh, f->grants, dg, dgtmp)
 		dirty_grant_add(&p->dirty_grants, dg->token, dg->sem,
 		    dg->sem_len);
-	dirty_clear(&p->flight_sems, &p->flight_grants);
-	if (p->flight_resync)
+	dirty_clear(&f->sems, &f->grants);
+	if (f->resync)
 		p->resync = 1;
-	p->flight_resync = 0;
+	f->resync = 0;
+}
+
+/* A new flight at the tail. */
+static struct flight *
+flight_push(struct persist *p)
+{
+	struct flight	*f = xcalloc(1, sizeof(*f));
+
+	*p->flights_tail = f;
+	p->flights_tail = &f->next;
+	p->nflights++;
+	return (f);
+}
+
+/* The oldest flight, unlinked; the caller frees it. */
+static struct flight *
+flight_pop(struct persist *p)
+{
+	struct flight	*f = p->flights;
+
+	if (f == NULL)
+		return (NULL);
+	if ((p->flights = f->next) == NULL)
+		p->flights_tail = &p->flights;
+	p->nflights--;
+	f->next = NULL;
+	return (f);
 }
 
 void
@@ -304,21 +354,21 @@ batch_tokens(struct persist *p, struct batch *b, int force)
 	c->token = p->tokens_sent;
 }
 
-/* The dirty objects' current state; they move to the flight sets. */
+/* The dirty objects' current state; they move to flight f. */
 static void
-batch_from_dirty(struct persist *p, struct batch *b)
+batch_from_dirty(struct persist *p, struct batch *b, struct flight *f)
 {
 	struct dirty_sem	*ds;
 	struct dirty_grant	*dg;
 
-	p->flight_sems = p->dirty_sems;
-	p->flight_grants = p->dirty_grants;
+	f->sems = p->dirty_sems;
+	f->grants = p->dirty_grants;
 	p->dirty_sems = NULL;
 	p->dirty_grants = NULL;
-	for (ds = p->flight_sems; ds != NULL; ds = ds->hh.next)
+	for (ds = f->sems; ds != NULL; ds = ds->hh.next)
 		batch_sem(b, ds->name, ds->len,
 		    engine_find(p->engine, ds->name, ds->len));
-	for (dg = p->flight_grants; dg != NULL; dg = dg->hh.next)
+	for (dg = f->grants; dg != NULL; dg = dg->hh.next)
 		batch_grant(p, b, dg->sem, dg->sem_len, dg->token,
 		    engine_grant_by_token(p->engine, dg->token));
 	batch_tokens(p, b, 0);
@@ -326,7 +376,7 @@ batch_from_dirty(struct persist *p, struct batch *b)
 
 /* Everything, after deleting what Redis holds: it lost or missed data. */
 static void
-batch_full(struct persist *p, struct batch *b)
+batch_full(struct persist *p, struct batch *b, struct flight *f)
 {
 	struct sem	*s;
 	struct grant	*g;
@@ -343,7 +393,7 @@ batch_full(struct persist *p, struct batch *b)
 	}
 	batch_tokens(p, b, 1);
 	p->resync = 0;
-	p->flight_resync = 1;
+	f->resync = 1;
 }
 
 static void
@@ -364,23 +414,26 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct persist	*p = arg;
 	struct batch	 b = { NULL, 0, 0 };
+	struct flight	*f;
 
 	(void)fd;
 	(void)what;
 	if (p->state != PST_UP || !p->ops->can_submit(p->store))
 		return;		/* batch_done or ready will call again */
-	if (p->resync) {
-		log_info("redis %s: rewriting it from memory",
-		    p->ops->address(p->store));
-		batch_full(p, &b);
-	} else if (persist_backlog(p) > 0 || p->awaits != NULL)
-		batch_from_dirty(p, &b);
-	else {
+	if (!p->resync && persist_backlog(p) == 0 && p->awaits == NULL) {
 		batch_tokens(p, &b, 0);
 		if (b.n == 0)
 			return;
 	}
-	p->flight_awaits = p->awaits;
+	f = flight_push(p);
+	if (p->resync) {
+		log_info("redis %s: rewriting it from memory",
+		    p->ops->address(p->store));
+		batch_full(p, &b, f);
+	} else if (b.n == 0)
+		batch_from_dirty(p, &b, f);
+	f->tokens = p->tokens_sent;
+	f->awaits = p->awaits;
 	p->awaits = NULL;
 	p->awaits_tail = &p->awaits;
 	p->ops->submit(p->store, b.ch, b.n);
@@ -465,7 +518,8 @@ persist_down(struct persist *p, const char *why)
 		return;
 	/* Hold first, so that undoing a grant cannot make another one. */
 	engine_hold_grants(p->engine, 1);
-	persist_answer_all(p, &p->flight_awaits, 0);
+	persist_answer_all(p, &p->failed, 0);
+	p->failed_tail = &p->failed;
 	persist_answer_all(p, &p->awaits, 0);
 	p->awaits_tail = &p->awaits;
 }
@@ -474,18 +528,28 @@ static void
 persist_batch_done(void *ctx, int ok)
 {
 	struct persist	*p = ctx;
+	struct flight	*f = flight_pop(p);
 
+	if (f == NULL)
+		fatalx("redis: a batch acknowledged that was never sent");
 	if (!ok) {
-		/* lost() or fenced() follows and says why. */
-		dirty_merge_flight(p);
+		/*
+		 * Every later batch fails too, then lost() or fenced() says
+		 * why: their replies wait there, oldest first.
+		 */
+		dirty_merge_flight(p, f);
 		p->tokens_sent = p->tokens_acked;
+		*p->failed_tail = f->awaits;
+		while (*p->failed_tail != NULL)
+			p->failed_tail = &(*p->failed_tail)->next;
+		free(f);
 		return;
 	}
-	dirty_clear(&p->flight_sems, &p->flight_grants);
-	p->flight_resync = 0;
-	p->tokens_acked = p->tokens_sent;
+	dirty_clear(&f->sems, &f->grants);
+	p->tokens_acked = f->tokens;
 	p->batches++;
-	persist_answer_all(p, &p->flight_awaits, 1);
+	persist_answer_all(p, &f->awaits, 1);
+	free(f);
 	persist_schedule(p);
 }
 
@@ -616,13 +680,20 @@ persist_renewed(void *ctx, uint64_t sent_ms)
 static void
 persist_drop_pending(struct persist *p)
 {
+	struct flight	*f;
+
+	while ((f = flight_pop(p)) != NULL) {
+		dirty_clear(&f->sems, &f->grants);
+		await_free_list(&f->awaits);
+		free(f);
+	}
 	dirty_clear(&p->dirty_sems, &p->dirty_grants);
-	dirty_clear(&p->flight_sems, &p->flight_grants);
 	persist_free_stale(p);
 	await_free_list(&p->awaits);
-	await_free_list(&p->flight_awaits);
+	await_free_list(&p->failed);
 	p->awaits_tail = &p->awaits;
-	p->resync = p->flight_resync = 0;
+	p->failed_tail = &p->failed;
+	p->resync = 0;
 }
 
 /*
@@ -914,6 +985,8 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 	p->engine = e;
 	p->ops = ops;
 	p->awaits_tail = &p->awaits;
+	p->failed_tail = &p->failed;
+	p->flights_tail = &p->flights;
 	p->answer = answer;
 	p->ctx = ctx;
 	p->state = PST_OFF;
@@ -939,16 +1012,21 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 void
 persist_free(struct persist *p)
 {
-	struct batch	b = { NULL, 0, 0 };
+	struct batch	 b = { NULL, 0, 0 };
+	struct flight	*f, last = { 0 };
 
 	if (p->store != NULL && p->role == ROLE_OWNER &&
 	    p->state != PST_LOADING) {
 		/* Last words: what the event loop had no turn left to send. */
-		dirty_merge_flight(p);
+		while ((f = flight_pop(p)) != NULL) {
+			dirty_merge_flight(p, f);
+			await_free_list(&f->awaits);
+			free(f);
+		}
 		if (p->resync)
-			batch_full(p, &b);
+			batch_full(p, &b, &last);
 		else if (persist_backlog(p) > 0)
-			batch_from_dirty(p, &b);
+			batch_from_dirty(p, &b, &last);
 		/* Last of all: a standby may take over at once. */
 		batch_add(&b)->type = STORE_DISOWN;
 		if (p->ops->write_blocking(p->store, b.ch, b.n) == 0)
@@ -956,6 +1034,7 @@ persist_free(struct persist *p)
 			    "ownership (epoch %llu)", p->ops->address(p->store),
 			    b.n - 1, (unsigned long long)p->epoch);
 		free(b.ch);
+		dirty_clear(&last.sems, &last.grants);	/* b pointed in */
 	}
 	persist_drop_pending(p);
 	if (p->store != NULL)
@@ -978,6 +1057,8 @@ persist_role(struct persist *p)
 void
 persist_get_stats(struct persist *p, struct persist_stats *st)
 {
+	struct flight	*f;
+
 	st->role = role_names[p->role];
 	st->epoch = p->epoch;
 	st->owner = p->owner_addr;
@@ -986,7 +1067,9 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	st->mode = config_persist_mode_name((enum persist_mode)
 	    p->cfg->persistence);
 	st->backlog = persist_backlog(p);
-	st->resync = p->resync || p->flight_resync;
+	st->resync = p->resync;
+	for (f = p->flights; f != NULL; f = f->next)
+		st->resync |= f->resync;
 	st->batches = p->batches;
 	st->failures = p->failures;
 	st->last_error = p->last_error;

@@ -70,6 +70,15 @@ enum store_step {
 	STEP_HEARTBEAT
 };
 
+/* A fenced request in flight: a batch or a heartbeat. */
+struct store_req {
+	enum store_step	 step;
+	uint64_t	 sent_ms;	/* the ownership lease runs from then */
+	uint64_t	 deadline_ms;	/* answered by then, or Redis is down */
+};
+/* persistence-pipeline's most batches, and a heartbeat. */
+#define STORE_INFLIGHT_MAX	(CONFIG_PIPELINE_MAX + 1)
+
 /* The words of one script call, built for a batch. */
 struct store_argv {
 	char		**argv;
@@ -85,13 +94,16 @@ struct store {
 
 	redisAsyncContext	*ac;		/* NULL while down */
 	int			 ready;		/* handshake done */
-	enum store_step		 busy;		/* STEP_EXEC/HEARTBEAT, or 0 */
+	/* Fenced requests in flight, oldest first (a ring): answered in
+	 * order, each with its own deadline. */
+	struct store_req	 inflight[STORE_INFLIGHT_MAX];
+	unsigned		 inflight_head, ninflight;
+	unsigned		 nbatches;	/* STEP_EXEC ones among them */
 	uint64_t		 hs_tokens;	/* read in the handshake */
 	struct event		*deadline_ev;	/* the request in flight */
 	struct event		*retry_ev;	/* the next connect */
 	struct event		*heartbeat_ev;
 	unsigned		 backoff_ms;	/* reset by a fenced success only */
-	uint64_t		 sent_ms;	/* when the request in flight went */
 	int			 ever_connected;
 
 	char			 id[24];	/* this process, in the owner key */
@@ -768,15 +780,52 @@ store_handshake_done(struct store *st, const redisReply *r)
 	free(names);
 }
 
-/* A fenced request was acknowledged: the store is healthy again. */
+/* Arm the deadline of the oldest request in flight, if any. */
+static void
+store_arm_oldest(struct store *st)
+{
+	uint64_t	now = timers_now_ms(), ms;
+	struct timeval	tv;
+
+	if (st->ninflight == 0) {
+		evtimer_del(st->deadline_ev);
+		return;
+	}
+	ms = st->inflight[st->inflight_head].deadline_ms;
+	ms = ms > now ? ms - now : 0;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(st->deadline_ev, &tv);
+}
+
+/* Forget every request in flight; returns how many were batches. */
+static unsigned
+store_drop_inflight(struct store *st)
+{
+	unsigned	n = st->nbatches;
+
+	st->ninflight = st->nbatches = st->inflight_head = 0;
+	evtimer_del(st->deadline_ev);
+	return (n);
+}
+
+/*
+ * The oldest request in flight was acknowledged: the store is healthy
+ * again, and the ownership lease runs from when it was sent.
+ */
 static void
 store_succeeded(struct store *st)
 {
-	evtimer_del(st->deadline_ev);
-	st->busy = 0;
+	struct store_req	req = st->inflight[st->inflight_head];
+
+	st->inflight_head = (st->inflight_head + 1) % STORE_INFLIGHT_MAX;
+	st->ninflight--;
+	if (req.step == STEP_EXEC)
+		st->nbatches--;
+	store_arm_oldest(st);
 	st->backoff_ms = 0;
 	log_repeat_end(&st->failure, st->subject);
-	st->ev.renewed(st->ctx, st->sent_ms);
+	st->ev.renewed(st->ctx, req.sent_ms);
 }
 
 /* The fence refused us: drop the connection for good and say so. */
@@ -784,17 +833,15 @@ static void
 store_deposed(struct store *st, const char *owner)
 {
 	redisAsyncContext	*ac = st->ac;
-	enum store_step		 busy = st->busy;
+	unsigned		 nbatches = store_drop_inflight(st);
 	char			 who[STORE_ADDR_MAX + 64];
 
 	snprintf(who, sizeof(who), "%s", owner);
 	st->ac = NULL;
 	st->ready = 0;
-	st->busy = 0;
 	st->epoch = 0;
-	evtimer_del(st->deadline_ev);
 	redisAsyncFree(ac);
-	if (busy == STEP_EXEC)
+	while (nbatches-- > 0)
 		st->ev.batch_done(st->ctx, 0);
 	st->ev.fenced(st->ctx, who);
 }
@@ -935,15 +982,29 @@ store_command(struct store *st, enum store_step step, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Send a fenced script call built in a; its answer comes as step. */
+/*
+ * Send a fenced script call built in a; its answer comes as step, within
+ * redis-timeout plus extra_ms.
+ */
 static void
-store_send_argv(struct store *st, enum store_step step, struct store_argv *a)
+store_send_argv(struct store *st, enum store_step step, struct store_argv *a,
+    uint64_t extra_ms)
 {
+	struct store_req	*req;
+
 	redisAsyncCommandArgv(st->ac, store_reply_cb, (void *)(intptr_t)step,
 	    (int)a->n, (const char **)a->argv, a->lens);
 	store_argv_free(a);
-	st->busy = step;
-	st->sent_ms = timers_now_ms();
+	req = &st->inflight[(st->inflight_head + st->ninflight) %
+	    STORE_INFLIGHT_MAX];
+	req->step = step;
+	req->sent_ms = timers_now_ms();
+	req->deadline_ms = req->sent_ms +
+	    (uint64_t)st->cfg->redis_timeout_ms + extra_ms;
+	if (step == STEP_EXEC)
+		st->nbatches++;
+	if (st->ninflight++ == 0)
+		store_arm_oldest(st);
 }
 
 /* Connected: authenticate, select, and read what ready() reports. */
@@ -1029,9 +1090,8 @@ store_disconnect(struct store *st)
 
 	st->ac = NULL;
 	st->ready = 0;
-	st->busy = 0;
 	st->epoch = 0;
-	evtimer_del(st->deadline_ev);
+	store_drop_inflight(st);
 	evtimer_del(st->retry_ev);
 	if (ac != NULL)
 		redisAsyncFree(ac);	/* our callbacks now ignore it */
@@ -1055,12 +1115,12 @@ store_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (st->ac == NULL || !st->ready || st->busy != 0 || st->epoch == 0)
+	if (st->ac == NULL || !st->ready || st->ninflight != 0 ||
+	    st->epoch == 0)
 		return;		/* a batch in flight renews too */
 	store_key(st, key, NULL, 0, "tokens");
 	store_fenced_call(st, &a, "EVALSHA", st->renew_sha, key);
-	store_send_argv(st, STEP_HEARTBEAT, &a);
-	store_arm_deadline(st, 0);
+	store_send_argv(st, STEP_HEARTBEAT, &a, 0);
 }
 
 /* The address changed: the owner key says so with the next renewal, now. */
@@ -1080,7 +1140,7 @@ static void
 store_fail(struct store *st, const char *why, int drop)
 {
 	redisAsyncContext	*ac = st->ac;
-	enum store_step		 busy = st->busy;
+	unsigned		 nbatches = store_drop_inflight(st);
 	char			 reason[256];
 	struct timeval		 tv;
 	unsigned		 delay;
@@ -1089,7 +1149,6 @@ store_fail(struct store *st, const char *why, int drop)
 	snprintf(reason, sizeof(reason), "%s", why);
 	st->ac = NULL;
 	st->ready = 0;
-	st->busy = 0;
 	evtimer_del(st->deadline_ev);
 	if (ac != NULL && drop)
 		redisAsyncFree(ac);	/* our callbacks now ignore it */
@@ -1106,7 +1165,8 @@ store_fail(struct store *st, const char *why, int drop)
 	tv.tv_usec = (suseconds_t)(delay % 1000) * 1000;
 	evtimer_add(st->retry_ev, &tv);
 
-	if (busy == STEP_EXEC)
+	/* A failed batch fails every later one: all are written again. */
+	while (nbatches-- > 0)
 		st->ev.batch_done(st->ctx, 0);
 	st->ev.lost(st->ctx, reason);
 }
@@ -1121,8 +1181,9 @@ store_reconnect(struct store *st, const char *why)
 static int
 store_can_submit(struct store *st)
 {
-	return (st->ac != NULL && st->ready && st->busy == 0 &&
-	    st->epoch != 0);
+	return (st->ac != NULL && st->ready && st->epoch != 0 &&
+	    st->nbatches < (unsigned)st->cfg->persistence_pipeline &&
+	    st->ninflight < STORE_INFLIGHT_MAX);
 }
 
 static void
@@ -1131,8 +1192,7 @@ store_submit(struct store *st, const struct store_change *ch, size_t n)
 	struct store_argv	a = { NULL, NULL, 0, 0 };
 
 	store_batch_argv(st, &a, "EVALSHA", st->write_sha, ch, n);
-	store_send_argv(st, STEP_EXEC, &a);
-	store_arm_deadline(st, n / STORE_CHANGES_PER_MS);
+	store_send_argv(st, STEP_EXEC, &a, n / STORE_CHANGES_PER_MS);
 }
 
 /* --- claims, on a connection of their own --- */

@@ -111,7 +111,14 @@ timers_add(void *ctx, uint64_t delay_ms, void (*fire)(void *), void *arg)
 	tm->arg = arg;
 	if ((tm->ev = evtimer_new(t->base, timers_fire, tm)) == NULL)
 		abort();
-	if (evtimer_add(tm->ev, timers_timeval(t, delay_ms, &plain)) != 0)
+	/*
+	 * Never early: libevent counts from the time it cached when this
+	 * loop turn began, which may be well before now on a busy turn, and
+	 * the engine's millisecond clock truncates. A lease must end late,
+	 * never early (PROTOCOL.md), so count from now and round up.
+	 */
+	event_base_update_cache_time(t->base);
+	if (evtimer_add(tm->ev, timers_timeval(t, delay_ms + 1, &plain)) != 0)
 		fatalx("cannot arm a timer of %llu ms",
 		    (unsigned long long)delay_ms);
 	return (tm);

@@ -124,6 +124,27 @@ proto_next_word(const char *s, size_t len, size_t *pos, struct proto_word *w)
 	return (1);
 }
 
+int
+proto_split_words(char *line, char **words, size_t max)
+{
+	struct proto_word	w;
+	size_t			n = 0, i, pos = 0, len = strcspn(line, "\r\n");
+	size_t			ends[PROTO_SPLIT_MAX];
+
+	if (max > PROTO_SPLIT_MAX)
+		max = PROTO_SPLIT_MAX;
+	while (proto_next_word(line, len, &pos, &w)) {
+		if (n == max)
+			return (-1);
+		words[n] = (char *)w.p;
+		ends[n++] = (size_t)(w.p - line) + w.len;
+	}
+	/* Terminate only now: a NUL would be a byte of the next word. */
+	for (i = 0; i < n; i++)
+		line[ends[i]] = '\0';
+	return ((int)n);
+}
+
 const char *
 proto_verb_name(enum proto_verb verb)
 {

@@ -137,6 +137,17 @@ enum proto_parse_result	 proto_parse(const char *line, size_t len,
 int			 proto_next_word(const char *s, size_t len, size_t *pos,
 			    struct proto_word *w);
 
+#define PROTO_SPLIT_MAX	64	/* words proto_split_words() returns */
+
+/*
+ * Split a NUL-terminated line in place into NUL-terminated words (by
+ * proto_next_word, up to the first "\r" or "\n"): for the config file
+ * and semd-cli's lines. Returns how many, or -1 when more than max (at
+ * most PROTO_SPLIT_MAX).
+ */
+int			 proto_split_words(char *line, char **words,
+			    size_t max);
+
 /* "PROTO", "TOOLONG", ...; NULL for PERR_NONE or out of range. */
 const char		*proto_err_name(enum proto_err code);
 /* The code named by name[0..len), or PERR_NONE. */

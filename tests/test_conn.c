@@ -33,6 +33,8 @@
 
 /* --- a store that acknowledges what the test says --- */
 
+static struct config		 cfg;
+
 static struct {
 	const struct store_events	*ev;
 	void				*ctx;
@@ -40,10 +42,10 @@ static struct {
 } fake;
 
 static struct store *
-fake_create(const struct config *cfg, struct event_base *base,
+fake_create(const struct config *config, struct event_base *base,
     const struct store_events *events, void *ctx)
 {
-	(void)cfg;
+	(void)config;
 	(void)base;
 	fake.ev = events;
 	fake.ctx = ctx;
@@ -123,7 +125,7 @@ static int
 fake_can_submit(struct store *st)
 {
 	(void)st;
-	return (fake.in_flight == 0);
+	return (fake.in_flight < cfg.persistence_pipeline);
 }
 
 static void
@@ -166,20 +168,29 @@ static const struct store_ops fake_ops = {
 	.address = fake_name,
 };
 
-/* Acknowledge the batch in flight. */
+/* Acknowledge the oldest batch in flight. */
 static void
 fake_ack(void)
 {
-	ck_assert_int_eq(fake.in_flight, 1);
-	fake.in_flight = 0;
+	ck_assert_int_ge(fake.in_flight, 1);
+	fake.in_flight--;
 	fake.ev->renewed(fake.ctx, timers_now_ms());
 	fake.ev->batch_done(fake.ctx, 1);
 }
 
+/* The connection fails: every batch in flight fails, in order. */
+static void
+fake_fail(void)
+{
+	for (; fake.in_flight > 0; fake.in_flight--)
+		fake.ev->batch_done(fake.ctx, 0);
+	fake.ev->lost(fake.ctx, "test: connection lost");
+}
+
 /* --- a server without listeners --- */
 
-static struct config		 cfg;
 static struct server		 srv;
+
 static struct event_base	*base;
 
 static void
@@ -728,6 +739,102 @@ START_TEST(test_quit_flushes)
 }
 END_TEST
 
+/* --- pipelined persistence --- */
+
+START_TEST(test_pipelined_batches)
+{
+	struct client	a, b;
+
+	server_up("--redis", "127.0.0.1:1", "--semaphore", "s", "5",
+	    "--persistence-pipeline", "4", NULL);
+	client_new(&a);
+	client_new(&b);
+	client_send(&a, "ACQUIRE s\n");
+	spin(10);
+	client_send(&b, "ACQUIRE s\n");
+	spin(10);
+	/* b's grant did not wait for a's batch to land. */
+	ck_assert_int_eq(fake.in_flight, 2);
+	fake_ack();
+	expect_line(&a, "OK 1");
+	spin(10);
+	ck_assert_int_eq(conn_of(&b)->state, CONN_WAIT_STORE);
+	ck_assert_int_eq(lines_pending(&b), 0);
+	fake_ack();
+	expect_line(&b, "OK 2");
+	client_free(&a);
+	client_free(&b);
+	server_down();
+}
+END_TEST
+
+START_TEST(test_pipeline_depth)
+{
+	struct client	c[3];
+	int		i;
+
+	server_up("--redis", "127.0.0.1:1", "--semaphore", "s", "5",
+	    "--persistence-pipeline", "2", NULL);
+	for (i = 0; i < 3; i++) {
+		client_new(&c[i]);
+		client_send(&c[i], "ACQUIRE s\n");
+		spin(10);
+	}
+	ck_assert_int_eq(fake.in_flight, 2);	/* the third waits */
+	fake_ack();
+	spin(10);
+	ck_assert_int_eq(fake.in_flight, 2);	/* now it goes */
+	fake_ack();
+	fake_ack();
+	expect_line(&c[0], "OK 1");
+	expect_line(&c[1], "OK 2");
+	expect_line(&c[2], "OK 3");
+	for (i = 0; i < 3; i++)
+		client_free(&c[i]);
+	server_down();
+}
+END_TEST
+
+START_TEST(test_pipeline_failure)
+{
+	struct client		a, b;
+	struct engine_stats	st;
+	char			buf[256];
+
+	server_up("--redis", "127.0.0.1:1", "--semaphore", "s", "5",
+	    "--persistence-pipeline", "4", NULL);
+	client_new(&a);
+	client_new(&b);
+	client_send(&a, "ACQUIRE s\n");
+	spin(10);
+	client_send(&b, "ACQUIRE s\n");
+	spin(10);
+	ck_assert_int_eq(fake.in_flight, 2);
+	/* The first fails: the second, in flight behind it, fails too. */
+	fake_fail();
+	spin(10);
+	ck_assert(client_line(&a, buf, sizeof(buf)));
+	ck_assert_msg(strncmp(buf, "ERR UNAVAILABLE", 15) == 0, "%s", buf);
+	ck_assert(client_line(&b, buf, sizeof(buf)));
+	ck_assert_msg(strncmp(buf, "ERR UNAVAILABLE", 15) == 0, "%s", buf);
+	engine_get_stats(srv.engine, &st);
+	ck_assert_uint_eq(st.grants, 0);	/* both undone */
+	/* Back: what the failed batches carried is written again. */
+	fake.ev->ready(fake.ctx, UINT64_MAX / 2, NULL, 0);
+	spin(10);
+	ck_assert_int_eq(fake.in_flight, 1);
+	fake_ack();
+	client_send(&a, "ACQUIRE s\n");
+	spin(10);
+	fake_ack();
+	ck_assert(client_line(&a, buf, sizeof(buf)));
+	ck_assert_msg(strncmp(buf, "OK ", 3) == 0, "%s", buf);
+	client_free(&a);
+	client_free(&b);
+	server_down();
+}
+END_TEST
+
 /* --- output and time limits --- */
 
 START_TEST(test_max_output_reader)
@@ -883,6 +990,9 @@ conn_suite(void)
 	tcase_add_test(tc, test_killed_while_waiting_on_store);
 	tcase_add_test(tc, test_watching);
 	tcase_add_test(tc, test_quit_flushes);
+	tcase_add_test(tc, test_pipelined_batches);
+	tcase_add_test(tc, test_pipeline_depth);
+	tcase_add_test(tc, test_pipeline_failure);
 	tcase_add_test(tc, test_max_output_reader);
 	tcase_add_test(tc, test_max_output_nonreader);
 	tcase_add_test(tc, test_line_timeout);

@@ -1,8 +1,9 @@
 /*
  * test_engine.c: unit tests of the semaphore rules (daemon/engine.c).
  *
- * Time is a fake clock moved by hand with advance(), which fires due
- * timers in deadline order (timers armed by a fired callback included).
+ * Time is a fake clock (engine_fake.c) moved by hand with fake_advance(),
+ * which fires due timers in deadline order (timers armed by a fired
+ * callback included).
  * Every engine event is recorded, and the observer checks the engine's
  * invariants each time it is called, so a test fails if an event is ever
  * emitted while the state is half-updated.
@@ -16,103 +17,7 @@
 #include <utlist.h>
 
 #include "engine.h"
-
-/* --- fake clock and timers --- */
-
-struct fake_timer {
-	uint64_t		 deadline_ms;
-	uint64_t		 seq;		/* arming order breaks ties */
-	void			 (*fire)(void *);
-	void			*arg;
-	struct fake_timer	*prev, *next;
-};
-
-static uint64_t			 fake_now;
-static uint64_t			 fake_seq;
-static struct fake_timer	*fake_timers;
-static unsigned			 fake_ntimers;
-
-static uint64_t
-fake_now_ms(void *ctx)
-{
-	(void)ctx;
-	return (fake_now);
-}
-
-static void *
-fake_timer_add(void *ctx, uint64_t delay_ms, void (*fire)(void *), void *arg)
-{
-	struct fake_timer	*t = calloc(1, sizeof(*t));
-
-	(void)ctx;
-	ck_assert_ptr_nonnull(t);
-	t->deadline_ms = fake_now + delay_ms;
-	t->seq = ++fake_seq;
-	t->fire = fire;
-	t->arg = arg;
-	DL_APPEND(fake_timers, t);
-	fake_ntimers++;
-	return (t);
-}
-
-/* Deleting a handle that fired or was deleted is an engine bug. */
-static void
-fake_timer_del(void *ctx, void *handle)
-{
-	struct fake_timer	*t;
-
-	(void)ctx;
-	DL_FOREACH(fake_timers, t) {
-		if (t == handle)
-			break;
-	}
-	ck_assert_msg(t != NULL, "timer_del of a dead timer");
-	DL_DELETE(fake_timers, t);
-	fake_ntimers--;
-	free(t);
-}
-
-/* The earliest timer due by until_ms, or NULL. */
-static struct fake_timer *
-fake_next_due(uint64_t until_ms)
-{
-	struct fake_timer	*t, *best = NULL;
-
-	DL_FOREACH(fake_timers, t) {
-		if (t->deadline_ms > until_ms)
-			continue;
-		if (best == NULL || t->deadline_ms < best->deadline_ms ||
-		    (t->deadline_ms == best->deadline_ms && t->seq < best->seq))
-			best = t;
-	}
-	return (best);
-}
-
-/* Move the clock ms forward, firing every timer that falls due. */
-static void
-advance(uint64_t ms)
-{
-	uint64_t		 until_ms = fake_now + ms;
-	struct fake_timer	*t;
-	void			 (*fire)(void *);
-	void			*arg;
-
-	while ((t = fake_next_due(until_ms)) != NULL) {
-		if (t->deadline_ms > fake_now)
-			fake_now = t->deadline_ms;
-		fire = t->fire;
-		arg = t->arg;
-		DL_DELETE(fake_timers, t);
-		fake_ntimers--;
-		free(t);		/* a fired handle is dead */
-		fire(arg);
-	}
-	fake_now = until_ms;
-}
-
-static const struct engine_clock fake_clock = {
-	fake_now_ms, fake_timer_add, fake_timer_del, NULL
-};
+#include "engine_fake.h"
 
 /* --- event recorder and invariant checks --- */
 
@@ -137,29 +42,6 @@ static int		 cookies[8];
 #define C		(&cookies[2])
 #define D		(&cookies[3])
 
-/* used, nholders and nwaiters agree with the lists. */
-static void
-check_sem(struct sem *s)
-{
-	struct grant	*g;
-	struct waiter	*w;
-	uint64_t	 used = 0;
-	uint32_t	 nholders = 0, nwaiters = 0;
-
-	DL_FOREACH2(s->grants, g, sem_next) {
-		ck_assert_ptr_eq(g->sem, s);
-		used += g->n;
-		nholders++;
-	}
-	DL_FOREACH2(s->queue, w, q_next) {
-		ck_assert_ptr_eq(w->sem, s);
-		nwaiters++;
-	}
-	ck_assert_uint_eq(s->used, used);
-	ck_assert_uint_eq(s->nholders, nholders);
-	ck_assert_uint_eq(s->nwaiters, nwaiters);
-}
-
 static int
 on_list(struct grant *head, struct grant *g, int by_owner)
 {
@@ -179,6 +61,7 @@ on_event(void *ctx, const struct engine_event *ev)
 	struct grant	*g = ev->grant;
 	struct waiter	*w;
 	struct rec	*r;
+	const char	*msg;
 
 	ck_assert_uint_lt(nrecs, NRECS);
 	r = &recs[nrecs++];
@@ -231,7 +114,8 @@ on_event(void *ctx, const struct engine_event *ev)
 		DL_FOREACH2(ev->sem->queue, w, q_next)
 			ck_assert_ptr_ne(w->cookie, ev->cookie);
 	}
-	check_sem(ev->sem);
+	msg = fake_check_sem(ev->sem);
+	ck_assert_msg(msg == NULL, "%s: %s", ev->sem->name, msg);
 }
 
 /* Event i is of that type, with that cookie and (for RELEASED) reason. */
@@ -254,10 +138,7 @@ static struct owner	*owners[8];
 static void
 setup(void)
 {
-	fake_now = 1000;
-	fake_seq = 0;
-	fake_timers = NULL;
-	fake_ntimers = 0;
+	fake_reset(1000);
 	nrecs = 0;
 	memset(owners, 0, sizeof(owners));
 	eng = engine_new(&fake_clock, on_event, &eng, 0);
@@ -485,7 +366,7 @@ START_TEST(test_tokens_across_delete)
 	engine_raise_token_floor(eng, 100);
 	ck_assert_uint_eq(take(s, o, 1, 0), 101);
 	engine_raise_token_floor(eng, 50);		/* never lowers */
-	advance(0);
+	fake_advance(0);
 	ck_assert_uint_eq(take(s, o, 1, -1), 102);
 	ck_assert_uint_eq(engine_last_token(eng), 102);
 }
@@ -599,9 +480,9 @@ START_TEST(test_head_of_line)
 	ck_assert_uint_eq(s->used, 5);
 
 	nrecs = 0;
-	advance(99);
+	fake_advance(99);
 	ck_assert_uint_eq(nrecs, 0);
-	advance(1);
+	fake_advance(1);
 	ck_assert_uint_eq(nrecs, 2);
 	expect(0, ENGINE_EV_WAIT_TIMEOUT, A, 0);
 	expect(1, ENGINE_EV_GRANTED, B, 0);
@@ -673,7 +554,7 @@ START_TEST(test_wake_several)
 
 	/* B's timer went with it; D's and C's lease timer remain. */
 	ck_assert_uint_eq(fake_ntimers, 2);
-	advance(50);		/* C's lease ends: D (1) fits */
+	fake_advance(50);		/* C's lease ends: D (1) fits */
 	ck_assert_uint_eq(nrecs, 6);
 	expect(4, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
 	expect(5, ENGINE_EV_GRANTED, D, 0);
@@ -693,7 +574,7 @@ START_TEST(test_waiter_timers)
 	wait_for(s, o2, 1, -1, -1, A);
 	ck_assert_uint_eq(fake_ntimers, 0);
 	nrecs = 0;
-	advance(1000000000);
+	fake_advance(1000000000);
 	ck_assert_uint_eq(nrecs, 0);
 	ck_assert_uint_eq(s->nwaiters, 1);
 	ck_assert_uint_eq(engine_waited_ms(eng, s->queue), 1000000000);
@@ -702,7 +583,7 @@ START_TEST(test_waiter_timers)
 	wait_for(s, o3, 1, 100, -1, B);
 	ck_assert_uint_eq(fake_ntimers, 1);
 	ck_assert_uint_eq(engine_waited_ms(eng, s->queue->q_next), 0);
-	advance(50);
+	fake_advance(50);
 	ck_assert_uint_eq(engine_waited_ms(eng, s->queue->q_next), 50);
 	ck_assert_int_eq(engine_release(eng, s, t, o1), PERR_NONE);
 	t = recs[nrecs - 1].token;
@@ -710,13 +591,13 @@ START_TEST(test_waiter_timers)
 	expect(nrecs - 1, ENGINE_EV_GRANTED, B, 0);
 	ck_assert_uint_eq(fake_ntimers, 0);
 	nrecs = 0;
-	advance(100);
+	fake_advance(100);
 	ck_assert_uint_eq(nrecs, 0);
 	ck_assert_uint_eq(stats().timeouts_total, 0);
 }
 END_TEST
 
-/* A fired callback's own timers fire within the same advance(). */
+/* A fired callback's own timers fire within the same fake_advance(). */
 START_TEST(test_timer_chain)
 {
 	struct sem	*s = mksem("s", 10);
@@ -726,7 +607,7 @@ START_TEST(test_timer_chain)
 	wait_for(s, o2, 10, 100, -1, A);
 	wait_for(s, o3, 1, -1, 10, B);
 	nrecs = 0;
-	advance(200);
+	fake_advance(200);
 	ck_assert_uint_eq(nrecs, 3);
 	expect(0, ENGINE_EV_WAIT_TIMEOUT, A, 0);
 	ck_assert_uint_eq(recs[0].at_ms, 1100);
@@ -875,7 +756,7 @@ START_TEST(test_notheld)
 
 	/* After its lease ran out. */
 	l = take(s, o, 2, 50);
-	advance(50);
+	fake_advance(50);
 	ck_assert_ptr_null(engine_find_grant(eng, s, l));
 	ck_assert_int_eq(engine_release(eng, s, l, o), PERR_NOTHELD);
 	ck_assert_int_eq(engine_refresh(eng, s, l, 10), PERR_NOTHELD);
@@ -1006,10 +887,10 @@ START_TEST(test_lease_expiry)
 	ck_assert_int_eq(engine_grant_ttl_ms(eng, g), 100);
 	wait_for(s, o2, 1, -1, -1, A);
 
-	advance(40);
+	fake_advance(40);
 	ck_assert_int_eq(engine_grant_ttl_ms(eng, g), 60);
 	nrecs = 0;
-	advance(60);
+	fake_advance(60);
 	ck_assert_uint_eq(nrecs, 2);
 	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
 	ck_assert_uint_eq(recs[0].token, l);
@@ -1017,6 +898,34 @@ START_TEST(test_lease_expiry)
 	expect(1, ENGINE_EV_GRANTED, A, 0);
 	ck_assert_uint_eq(stats().expired_total, 1);
 	ck_assert_uint_eq(stats().releases_total, 1);
+}
+END_TEST
+
+/*
+ * A timer that fires early (libevent counts from a time it cached, the
+ * clock truncates) must not end a lease early: it may end late, never
+ * early.
+ */
+START_TEST(test_lease_never_early)
+{
+	struct sem	*s = mksem("s", 1);
+	struct owner	*o1 = owner(1), *o2 = owner(2);
+	uint64_t	 l;
+
+	fake_early = 5;
+	l = take(s, o1, 1, 100);
+	wait_for(s, o2, 1, -1, -1, A);
+	nrecs = 0;
+	fake_advance(99);
+	ck_assert_uint_eq(nrecs, 0);		/* fired at 1095: re-armed */
+	ck_assert_uint_eq(fake_ntimers, 1);	/* the lease's, re-armed */
+	ck_assert_ptr_nonnull(engine_find_grant(eng, s, l));
+	fake_advance(1);
+	ck_assert_uint_eq(nrecs, 2);
+	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
+	ck_assert_uint_eq(recs[0].at_ms, 1100);
+	expect(1, ENGINE_EV_GRANTED, A, 0);
+	fake_early = 0;
 }
 END_TEST
 
@@ -1028,7 +937,7 @@ START_TEST(test_lease_refresh)
 	uint64_t	 l;
 
 	l = take(s, o, 1, 100);
-	advance(80);
+	fake_advance(80);
 	nrecs = 0;
 	ck_assert_int_eq(engine_refresh(eng, s, l, 100), PERR_NONE);
 	ck_assert_uint_eq(nrecs, 1);
@@ -1037,10 +946,10 @@ START_TEST(test_lease_refresh)
 	ck_assert_int_eq(engine_grant_ttl_ms(eng, g), 100);
 	ck_assert_uint_eq(fake_ntimers, 1);	/* the old timer is gone */
 
-	advance(99);				/* past the first deadline */
+	fake_advance(99);				/* past the first deadline */
 	ck_assert_ptr_eq(engine_find_grant(eng, s, l), g);
 	ck_assert_int_eq(engine_grant_ttl_ms(eng, g), 1);
-	advance(1);
+	fake_advance(1);
 	ck_assert_ptr_null(engine_find_grant(eng, s, l));
 	expect(1, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
 	ck_assert_uint_eq(recs[1].at_ms, 1180);
@@ -1059,7 +968,7 @@ START_TEST(test_lease_zero)
 	    l)), 0);
 	ck_assert_uint_eq(s->used, 1);
 	nrecs = 0;
-	advance(0);
+	fake_advance(0);
 	ck_assert_uint_eq(nrecs, 1);
 	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
 	ck_assert_int_eq(engine_release(eng, s, l, o), PERR_NOTHELD);
@@ -1067,7 +976,7 @@ START_TEST(test_lease_zero)
 	/* REFRESH 0 likewise. */
 	l = take(s, o, 1, 100);
 	ck_assert_int_eq(engine_refresh(eng, s, l, 0), PERR_NONE);
-	advance(0);
+	fake_advance(0);
 	ck_assert_ptr_null(engine_find_grant(eng, s, l));
 }
 END_TEST
@@ -1082,7 +991,7 @@ START_TEST(test_lease_starts_at_grant)
 
 	t = take(s, o1, 1, -1);
 	wait_for(s, o2, 1, -1, 100, A);
-	advance(50);
+	fake_advance(50);
 	ck_assert_int_eq(engine_release(eng, s, t, o1), PERR_NONE);
 	expect(nrecs - 1, ENGINE_EV_GRANTED, A, 0);
 	g = engine_find_grant(eng, s, recs[nrecs - 1].token);
@@ -1090,9 +999,9 @@ START_TEST(test_lease_starts_at_grant)
 	ck_assert_ptr_null(g->owner);
 	ck_assert_uint_eq(g->granted_ms, 1050);
 	ck_assert_int_eq(engine_grant_ttl_ms(eng, g), 100);
-	advance(99);
+	fake_advance(99);
 	ck_assert_ptr_eq(engine_find_grant(eng, s, g->token), g);
-	advance(1);
+	fake_advance(1);
 	ck_assert_uint_eq(s->used, 0);
 	ck_assert_uint_eq(recs[nrecs - 1].at_ms, 1150);
 }
@@ -1151,7 +1060,7 @@ START_TEST(test_owner_free_head_waiter)
 	ck_assert_uint_eq(fake_ntimers, 0);
 	ck_assert_uint_eq(stats().timeouts_total, 0);
 	ck_assert_uint_eq(stats().waiters, 0);
-	advance(2000);
+	fake_advance(2000);
 	ck_assert_uint_eq(nrecs, 1);
 }
 END_TEST
@@ -1207,7 +1116,7 @@ START_TEST(test_restore_attach)
 	ck_assert_ptr_eq(o1->grants, g);
 	ck_assert_int_eq(engine_grant_ttl_ms(eng, g), -1);
 	ck_assert_uint_eq(fake_ntimers, 0);	/* reclaim timer cancelled */
-	advance(20000);
+	fake_advance(20000);
 	ck_assert_ptr_eq(engine_find_grant(eng, s, 7), g);
 
 	ck_assert_int_eq(engine_attach(eng, s, 7, o1), PERR_NONE);
@@ -1235,7 +1144,7 @@ START_TEST(test_restore_unclaimed)
 	    GRANT_UNOWNED, 100));
 	wait_for(s, o1, 1, -1, -1, A);
 	nrecs = 0;
-	advance(100);
+	fake_advance(100);
 	ck_assert_uint_eq(nrecs, 2);
 	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_UNCLAIMED);
 	ck_assert_uint_eq(recs[0].token, 3);
@@ -1278,8 +1187,8 @@ START_TEST(test_stats)
 	ck_assert_uint_eq(st.grants, 3);
 	ck_assert_uint_eq(st.waiters, 2);
 
-	advance(5);				/* A times out */
-	advance(5);				/* l expires */
+	fake_advance(5);				/* A times out */
+	fake_advance(5);				/* l expires */
 	ck_assert_int_eq(engine_revoke(eng, s2, r), PERR_NONE); /* B in */
 	ck_assert_int_eq(engine_release(eng, s, t, o1), PERR_NONE);
 	st = stats();
@@ -1352,7 +1261,7 @@ START_TEST(test_grant_holder)
 	ck_assert_str_eq(g->holder_addr, "unix");
 	engine_grant_set_holder(g, "w2", "1.2.3.4:5");
 
-	advance(100);
+	fake_advance(100);
 	expect(0, ENGINE_EV_RELEASED, NULL, RELEASE_EXPIRED);
 	ck_assert_str_eq(recs[0].holder, "w2/1.2.3.4:5");
 
@@ -1406,6 +1315,7 @@ engine_suite(void)
 	tcase_add_test(tc, test_hold_grants);
 	tcase_add_test(tc, test_undo_grant);
 	tcase_add_test(tc, test_lease_expiry);
+	tcase_add_test(tc, test_lease_never_early);
 	tcase_add_test(tc, test_lease_refresh);
 	tcase_add_test(tc, test_lease_zero);
 	tcase_add_test(tc, test_lease_starts_at_grant);

@@ -909,6 +909,33 @@ dur(const char *s, uint64_t bare)
 	return ((int64_t)v);
 }
 
+START_TEST(test_split_words)
+{
+	char	 line[128], *w[PROTO_SPLIT_MAX + 1];
+	char	 many[3 * (PROTO_SPLIT_MAX + 1) + 1];
+	int	 i;
+
+	strcpy(line, "  acquire\tjobs   2 --lease 1m\r\n");
+	ck_assert_int_eq(proto_split_words(line, w, 8), 5);
+	ck_assert_str_eq(w[0], "acquire");
+	ck_assert_str_eq(w[1], "jobs");
+	ck_assert_str_eq(w[2], "2");
+	ck_assert_str_eq(w[3], "--lease");
+	ck_assert_str_eq(w[4], "1m");		/* the CR LF are not words */
+	strcpy(line, " \t ");
+	ck_assert_int_eq(proto_split_words(line, w, 8), 0);
+	strcpy(line, "a b c");
+	ck_assert_int_eq(proto_split_words(line, w, 2), -1);
+	strcpy(line, "a\rb c");			/* a CR ends the line */
+	ck_assert_int_eq(proto_split_words(line, w, 8), 1);
+	ck_assert_str_eq(w[0], "a");
+	for (i = 0; i <= PROTO_SPLIT_MAX; i++)
+		memcpy(many + 3 * i, "xy ", 3);
+	many[sizeof(many) - 1] = '\0';
+	ck_assert_int_eq(proto_split_words(many, w, PROTO_SPLIT_MAX + 1), -1);
+}
+END_TEST
+
 START_TEST(test_durations)
 {
 	uint64_t	v;
@@ -1269,6 +1296,7 @@ proto_suite(void)
 	tcase_add_test(tc, test_reply_bad);
 	tcase_add_test(tc, test_find_kv);
 	tcase_add_test(tc, test_find_kv_in_reply);
+	tcase_add_test(tc, test_split_words);
 	tcase_add_test(tc, test_durations);
 	tcase_add_test(tc, test_sizes);
 	suite_add_tcase(s, tc);

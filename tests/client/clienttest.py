@@ -3,7 +3,8 @@ tests/semdtest.py (imported whole, so a test script needs only this).
 
     api("errors", port)       run tests/client/semc_api; its "ok -" and
                               "FAIL -" lines become this script's checks
-    cli(port, "info", "jobs") run semd-cli: (status, stdout, stderr)
+    cli(port, "info", "jobs") run semd-cli: (status, stdout, stderr);
+                              input="..." is its standard input (a pipe)
     free_port()               a TCP port nobody listens on (for now)
     Redis()                   a private redis-server, for persistence
     Fake()                    a scripted fake semd: subclass, answer()
@@ -96,12 +97,11 @@ def cli_argv(port, *args):
 def cli(port, *args, env=None, timeout=30, input=None):
     """Run semd-cli [-p PORT] ARGS: (status, stdout, stderr) as text."""
     full_env = client_env(env)
-    p = subprocess.run(cli_argv(port, *args),
-                       stdin=subprocess.PIPE if input is not None
-                       else subprocess.DEVNULL,
-                       input=input.encode() if input is not None else None,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=timeout, env=full_env)
+    stdin = {"input": input.encode()} if input is not None else {
+        "stdin": subprocess.DEVNULL}
+    p = subprocess.run(cli_argv(port, *args), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=timeout,
+                       env=full_env, **stdin)
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
     no_sanitizer_report(err, "semd-cli %s" % " ".join(map(str, args)))

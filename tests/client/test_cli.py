@@ -45,11 +45,15 @@ def test_commands_text():
         rc, out, _ = cli(p, "holders", "db")
         rows = out.splitlines()
         ok(rc == 0 and rows[0].split() == ["TOKEN", "N", "KIND", "OWNER",
-                                           "TTL_MS"] and
-           rows[1].split()[:4] == [tok, "1", "lease", "-"],
-           "holders: a header and one row", out)
+                                           "TTL_MS", "NAME", "ADDR"] and
+           rows[1].split()[:4] == [tok, "1", "lease", "-"] and
+           rows[1].split()[5] == "-" and
+           rows[1].split()[6].startswith("127.0.0.1:"),
+           "holders: a header and one row, no name, the acquirer's "
+           "address", out)
         rc, out, _ = cli(p, "waiters", "db")
-        eq((rc, out.split()), (0, ["#", "N", "WAITED_MS", "OWNER"]),
+        eq((rc, out.split()), (0, ["#", "N", "WAITED_MS", "OWNER", "NAME",
+                                   "ADDR"]),
            "waiters: just the header")
         rc, out, _ = cli(p, "list")
         names = [ln.split()[0] for ln in out.splitlines()[1:]]
@@ -116,8 +120,7 @@ def test_commands_json():
 
 def test_usage():
     p = free_port()
-    for args, why in [((), "no command (stdin not a terminal)"),
-                      (("frobnicate",), "an unknown command"),
+    for args, why in [(("frobnicate",), "an unknown command"),
                       (("info",), "a missing argument"),
                       (("info", "a", "b"), "an extra argument"),
                       (("acquire", "jobs"), "acquire without --lease"),
@@ -139,6 +142,9 @@ def test_usage():
         rc, out, err = cli(None, *args, env={"SEMD_PORT": str(p)})
         ok(rc == 2 and err.startswith("semd-cli: "),
            "exit 2 for %s" % why, (rc, out, err))
+    rc, out, err = cli(None, env={"SEMD_PORT": str(p)})
+    eq((rc, out, err), (0, "", ""), "no command and stdin /dev/null: "
+       "commands from it, none (a pipe of none), exit 0")
     rc, out, _ = cli(None, "--help")
     ok(rc == 0 and "usage: semd-cli" in out and "exit status" in out,
        "--help: usage and exit statuses", out)

@@ -74,6 +74,58 @@ def test_kill9_keeps_permit():
         eq(c.info("one")["used"], "0", "used=0")
 
 
+def test_revoke_after_kill9_stops_cmd():
+    """Issue 8's "Done when": kill -9 of semd-cli, then REVOKE: the
+    command still stops at once (run's watcher outlives semd-cli)."""
+    tmp = tempfile.mkdtemp(prefix="semdtest.")
+    got = os.path.join(tmp, "got")
+    with start_semd("--semaphore", "one", "1") as d:
+        c = d.connect()
+        p = spawn(d.port, "run", "one", "--", "sh", "-c", TRAPPED % got,
+                  stderr=subprocess.DEVNULL)
+        eq(p.stdout.readline(), b"ready\n", "CMD runs")
+        ok(wait_until(lambda: any(x["cmd"] == "watch" and
+                                  x["waiting"] == "1" for x in
+                                  c.listing("CLIENTS")), 10),
+           "run's watcher WATCHes the permit")
+        token = holders(c)[0]["token"]
+        p.kill()
+        p.wait()
+        time.sleep(0.3)
+        eq([h["token"] for h in holders(c)], [token], "after kill -9 of "
+           "semd-cli the permit is held (CMD inherited the connection)")
+        start = time.monotonic()
+        expect(c, "REVOKE one %s" % token, "OK")
+        ok(wait_until(lambda: os.path.exists(got), 10),
+           "REVOKE stops CMD (SIGTERM) although semd-cli is gone")
+        note("SIGTERM reached CMD %.0f ms after REVOKE" %
+             ((time.monotonic() - start) * 1000))
+        ok(wait_until(lambda: not any(x["cmd"] == "watch" for x in
+                                      c.listing("CLIENTS")), 10),
+           "and the watcher is gone too")
+
+
+def test_watcher_ends_with_cmd_after_kill9():
+    tmp = tempfile.mkdtemp(prefix="semdtest.")
+    gate = os.path.join(tmp, "gate")
+    with start_semd("--semaphore", "one", "1") as d:
+        c = d.connect()
+        p = spawn(d.port, "run", "one", "--", "sh", "-c", "echo ready; "
+                  "while [ ! -e %s ]; do sleep 0.05; done" % gate,
+                  stderr=subprocess.DEVNULL)
+        eq(p.stdout.readline(), b"ready\n", "CMD runs")
+        ok(wait_until(lambda: any(x["cmd"] == "watch" for x in
+                                  c.listing("CLIENTS")), 10),
+           "run's watcher WATCHes the permit")
+        p.kill()
+        p.wait()
+        open(gate, "w").close()
+        ok(wait_until(lambda: holders(c) == [] and not any(
+            x["cmd"] == "watch" for x in c.listing("CLIENTS")), 10),
+           "after kill -9 of semd-cli, CMD's end releases the permit and "
+           "the orphaned watcher leaves with it")
+
+
 def test_revoke_stops_cmd():
     tmp = tempfile.mkdtemp(prefix="semdtest.")
     got = os.path.join(tmp, "got")
@@ -82,6 +134,13 @@ def test_revoke_stops_cmd():
         p = spawn(d.port, "run", "one", "--", "sh", "-c", TRAPPED % got)
         eq(p.stdout.readline(), b"ready\n", "CMD runs")
         token = holders(c)[0]["token"]
+        # run's watcher (a process of its own) must be WATCHing for the
+        # loss to be called "revoked"; before that it would learn it as
+        # "not held", a loss all the same.
+        ok(wait_until(lambda: any(x["cmd"] == "watch" and
+                                  x["waiting"] == "1" for x in
+                                  c.listing("CLIENTS")), 10),
+           "run's watcher WATCHes the permit")
         start = time.monotonic()
         expect(c, "REVOKE one %s" % token, "OK")
         ok(wait_until(lambda: os.path.exists(got), 10),
@@ -257,6 +316,7 @@ def test_names():
         finish(p, "semd-cli run")
 
 
-run(test_kill9_keeps_permit, test_revoke_stops_cmd, test_kill_conn_stops_cmd,
-    test_lease_lost, test_kill_after_and_ignore, test_environment,
+run(test_kill9_keeps_permit, test_revoke_after_kill9_stops_cmd,
+    test_watcher_ends_with_cmd_after_kill9, test_revoke_stops_cmd,
+    test_kill_conn_stops_cmd, test_lease_lost, test_kill_after_and_ignore, test_environment,
     test_exit_statuses, test_names)

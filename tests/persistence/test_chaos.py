@@ -237,7 +237,9 @@ def test_chaos():
     for name, cap in sorted(SEMS.items()):
         args += ["--semaphore", name, str(cap)]
     with start_redis() as r:
-        p = start_semd_redis(r, *args, grace=GRACE)
+        # The deepest pipeline: every failure fails the most batches.
+        p = start_semd_redis(r, "--persistence-pipeline", "64", *args,
+                             grace=GRACE)
         t0 = now()
         w = World(p.port, t0 + SECONDS)
         clients = [Client(i, w) for i in range(CLIENTS)]

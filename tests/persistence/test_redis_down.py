@@ -16,7 +16,8 @@ import sys
 import time
 
 sys.dont_write_bytecode = True
-LONG_LEASE = ("--owner-lease", "60s")
+# ...and the deepest pipeline: a failure fails the most batches in flight.
+LONG_LEASE = ("--owner-lease", "60s", "--persistence-pipeline", "64")
 sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from redistest import *  # noqa: E402,F403

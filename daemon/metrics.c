@@ -128,7 +128,34 @@ metrics_bound(char *out, size_t len, uint32_t us)
 		out[--n] = '\0';
 }
 
-/* One semaphore's histogram: cumulative buckets, _sum, _count. */
+/*
+ * A histogram line's name and labels: name_suffix{sem="...",le="..."},
+ * without sem when r is NULL, without le when le is NULL (and without
+ * braces when neither is there).
+ */
+static void
+metrics_histo_head(struct evbuffer *buf, const char *name,
+    const char *suffix, const struct metrics_row *r, const char *le)
+{
+	evbuffer_add_printf(buf, "%s%s", name, suffix);
+	if (r == NULL && le == NULL)
+		return;
+	evbuffer_add(buf, "{", 1);
+	if (r != NULL) {
+		evbuffer_add(buf, "sem=\"", 5);
+		metrics_escape(buf, r->name);
+		evbuffer_add(buf, "\"", 1);
+	}
+	if (le != NULL)
+		evbuffer_add_printf(buf, "%sle=\"%s\"", r != NULL ? "," : "",
+		    le);
+	evbuffer_add(buf, "}", 1);
+}
+
+/*
+ * One histogram: cumulative buckets, _sum, _count; a semaphore's, or the
+ * daemon's when r is NULL.
+ */
 static void
 metrics_histo(struct evbuffer *buf, const char *name,
     const struct metrics_row *r, const struct histo *h)
@@ -143,18 +170,14 @@ metrics_histo(struct evbuffer *buf, const char *name,
 			metrics_bound(le, sizeof(le), histo_bound_us(i));
 		else
 			snprintf(le, sizeof(le), "+Inf");
-		evbuffer_add_printf(buf, "%s_bucket{sem=\"", name);
-		metrics_escape(buf, r->name);
-		evbuffer_add_printf(buf, "\",le=\"%s\"} %llu\n", le,
-		    (unsigned long long)cum);
+		metrics_histo_head(buf, name, "_bucket", r, le);
+		evbuffer_add_printf(buf, " %llu\n", (unsigned long long)cum);
 	}
 	metrics_seconds(sum, sizeof(sum), h->sum_ms);
-	evbuffer_add_printf(buf, "%s_sum{sem=\"", name);
-	metrics_escape(buf, r->name);
-	evbuffer_add_printf(buf, "\"} %s\n", sum);
-	evbuffer_add_printf(buf, "%s_count{sem=\"", name);
-	metrics_escape(buf, r->name);
-	evbuffer_add_printf(buf, "\"} %llu\n", (unsigned long long)h->count);
+	metrics_histo_head(buf, name, "_sum", r, NULL);
+	evbuffer_add_printf(buf, " %s\n", sum);
+	metrics_histo_head(buf, name, "_count", r, NULL);
+	evbuffer_add_printf(buf, " %llu\n", (unsigned long long)h->count);
 }
 
 /* Add s to the "_other" row. */
@@ -334,6 +357,9 @@ metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 	    "Changes not yet written to Redis.");
 	metrics_sample(buf, "semd_persistence_backlog", NULL, NULL,
 	    ps.backlog);
+	metrics_family(buf, "semd_redis_batch_seconds", "histogram",
+	    "From sending a batch to Redis to its acknowledgement.");
+	metrics_histo(buf, "semd_redis_batch_seconds", NULL, ps.batch_ms);
 	metrics_family(buf, "semd_role", "gauge",
 	    "1 for this daemon's role now, 0 for the others.");
 	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)

@@ -88,6 +88,7 @@ struct flight {
 	struct await		*awaits;	/* answered when it lands */
 	uint64_t		 tokens;	/* Redis's bound once it lands */
 	int			 resync;	/* it rewrites Redis whole */
+	uint64_t		 sent_ms;	/* for the batch histogram */
 	struct flight		*next;
 };
 
@@ -145,6 +146,7 @@ struct persist {
 
 	uint64_t		 batches;
 	uint64_t		 failures;
+	struct histo		 batch_ms;	/* send to acknowledgement */
 	char			 last_error[256];
 	uint32_t		 load_sems, load_grants, load_unowned;
 };
@@ -232,6 +234,7 @@ flight_push(struct persist *p)
 {
 	struct flight	*f = xcalloc(1, sizeof(*f));
 
+	f->sent_ms = timers_now_ms();
 	*p->flights_tail = f;
 	p->flights_tail = &f->next;
 	p->nflights++;
@@ -548,6 +551,7 @@ persist_batch_done(void *ctx, int ok)
 	dirty_clear(&f->sems, &f->grants);
 	p->tokens_acked = f->tokens;
 	p->batches++;
+	histo_observe(&p->batch_ms, timers_now_ms() - f->sent_ms);
 	persist_answer_all(p, &f->awaits, 1);
 	free(f);
 	persist_schedule(p);
@@ -1072,6 +1076,7 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 		st->resync |= f->resync;
 	st->batches = p->batches;
 	st->failures = p->failures;
+	st->batch_ms = &p->batch_ms;
 	st->last_error = p->last_error;
 	st->durability = p->store != NULL ? p->ops->durability(p->store) :
 	    "-";

@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "histo.h"
 
 struct persist;
 
@@ -59,6 +60,7 @@ struct persist_stats {
 	int		 resync;	/* Redis will be rewritten whole */
 	uint64_t	 batches;	/* batches acknowledged */
 	uint64_t	 failures;	/* batches or connections that failed */
+	const struct histo *batch_ms;	/* acknowledged batches' latency */
 	const char	*last_error;	/* "" when none */
 	const char	*durability;	/* store_durability(), or "-" */
 };

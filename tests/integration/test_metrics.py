@@ -362,6 +362,9 @@ def test_scrape_under_load():
        "process_resident_memory_bytes is plausible")
     ok((value(fams, "process_open_fds") or 0) >= 5,
        "process_open_fds counts the sockets")
+    eq(value(fams, "semd_redis_batch_seconds",
+             "semd_redis_batch_seconds_count"), 0.0,
+       "semd_redis_batch_seconds_count 0 without Redis")
     for f in ("semd_semaphore_waiters", "semd_epoch",
               "semd_persistence_batches_total", "semd_persistence_backlog",
               "semd_persistence_failures_total"):
@@ -567,6 +570,12 @@ def test_healthz_redis_outage():
         eq(value(fams, "semd_role", role="owner"), 1.0, "semd_role{owner}")
         ok((value(fams, "semd_epoch") or 0) >= 1, "semd_epoch >= 1")
         c = p.connect()
+        tok = expect_token(c, "ACQUIRE s")
+        expect(c, "RELEASE s %d" % tok, "OK")
+        _, fams = scrape(mport)
+        ok((value(fams, "semd_redis_batch_seconds",
+                  "semd_redis_batch_seconds_count") or 0) >= 2,
+           "semd_redis_batch_seconds counts the acknowledged batches")
         r.pause()
         try:
             c.send("TRY s\r\n")

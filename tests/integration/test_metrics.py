@@ -473,6 +473,28 @@ def test_http_errors_and_healthz():
     eq(headers.get("allow"), "GET, HEAD", "405 says Allow: GET, HEAD")
     status, _, _ = http_get(mport, "/healthz", method="DELETE")
     eq(status, 405, "DELETE /healthz -> 405")
+    status, headers, body = http_get(mport, "/metrics", method="HEAD")
+    ok(status == 200 and body == "" and headers.get("content-type", "")
+       .startswith("text/plain; version=0.0.4"), "HEAD /metrics -> 200, "
+       "no body", "%r %r" % (status, body[:80]))
+    # Headers over the 8 KB cap are refused, not buffered.
+    big = socket.create_connection(("127.0.0.1", mport), timeout=10)
+    big.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                b"a" * 20000 + b"\r\n\r\n")
+    reply = b""
+    try:
+        while True:
+            chunk = big.recv(4096)
+            if not chunk:
+                break
+            reply += chunk
+    except OSError:
+        pass
+    big.close()
+    ok(reply.startswith(b"HTTP/1.1 400") or reply == b"",
+       "a request with 20 KB of headers is refused (400 or closed)",
+       repr(reply[:60]))
+    ok(d.alive(), "...and semd is fine")
     eq(http_get(mport, "/healthz")[::2], (200, "ok\n"),
        "GET /healthz -> 200 ok (persistence none)")
     # The line protocol port is not HTTP: its rules are unchanged.

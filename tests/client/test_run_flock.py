@@ -36,6 +36,17 @@ def holders(c, sem="one"):
     return c.listing("HOLDERS %s" % sem)
 
 
+def watchers(c):
+    """The CLIENTS lines of connections whose last request was WATCH (run's
+    watcher process)."""
+    return [x for x in c.listing("CLIENTS") if x["cmd"] == "watch"]
+
+
+def watching(c):
+    """run's watcher is blocked in its WATCH of the permit."""
+    return any(x["waiting"] == "1" for x in watchers(c))
+
+
 # A command that says "ready", records SIGTERM in a file and exits 9.
 TRAPPED = ("trap 'echo TERM > %s; exit 9' TERM; echo ready; "
            "while :; do sleep 0.05; done")
@@ -84,9 +95,7 @@ def test_revoke_after_kill9_stops_cmd():
         p = spawn(d.port, "run", "one", "--", "sh", "-c", TRAPPED % got,
                   stderr=subprocess.DEVNULL)
         eq(p.stdout.readline(), b"ready\n", "CMD runs")
-        ok(wait_until(lambda: any(x["cmd"] == "watch" and
-                                  x["waiting"] == "1" for x in
-                                  c.listing("CLIENTS")), 10),
+        ok(wait_until(lambda: watching(c), 10),
            "run's watcher WATCHes the permit")
         token = holders(c)[0]["token"]
         p.kill()
@@ -100,8 +109,7 @@ def test_revoke_after_kill9_stops_cmd():
            "REVOKE stops CMD (SIGTERM) although semd-cli is gone")
         note("SIGTERM reached CMD %.0f ms after REVOKE" %
              ((time.monotonic() - start) * 1000))
-        ok(wait_until(lambda: not any(x["cmd"] == "watch" for x in
-                                      c.listing("CLIENTS")), 10),
+        ok(wait_until(lambda: watchers(c) == [], 10),
            "and the watcher is gone too")
 
 
@@ -114,14 +122,12 @@ def test_watcher_ends_with_cmd_after_kill9():
                   "while [ ! -e %s ]; do sleep 0.05; done" % gate,
                   stderr=subprocess.DEVNULL)
         eq(p.stdout.readline(), b"ready\n", "CMD runs")
-        ok(wait_until(lambda: any(x["cmd"] == "watch" for x in
-                                  c.listing("CLIENTS")), 10),
+        ok(wait_until(lambda: watchers(c) != [], 10),
            "run's watcher WATCHes the permit")
         p.kill()
         p.wait()
         open(gate, "w").close()
-        ok(wait_until(lambda: holders(c) == [] and not any(
-            x["cmd"] == "watch" for x in c.listing("CLIENTS")), 10),
+        ok(wait_until(lambda: holders(c) == [] and watchers(c) == [], 10),
            "after kill -9 of semd-cli, CMD's end releases the permit and "
            "the orphaned watcher leaves with it")
 
@@ -137,9 +143,7 @@ def test_revoke_stops_cmd():
         # run's watcher (a process of its own) must be WATCHing for the
         # loss to be called "revoked"; before that it would learn it as
         # "not held", a loss all the same.
-        ok(wait_until(lambda: any(x["cmd"] == "watch" and
-                                  x["waiting"] == "1" for x in
-                                  c.listing("CLIENTS")), 10),
+        ok(wait_until(lambda: watching(c), 10),
            "run's watcher WATCHes the permit")
         start = time.monotonic()
         expect(c, "REVOKE one %s" % token, "OK")
@@ -298,9 +302,9 @@ def test_names():
         clients = []
 
         def watched():
-            clients[:] = c.listing("CLIENTS")
-            return any(x["name"] == name and x["cmd"] == "watch" and
-                       x["waiting"] == "1" for x in clients)
+            clients[:] = watchers(c)
+            return any(x["name"] == name and x["waiting"] == "1"
+                       for x in clients)
         # The watcher is a process of its own: it may connect after CMD
         # has started.
         ok(wait_until(watched, 10), "its watcher WATCHes the permit, under "

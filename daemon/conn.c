@@ -17,7 +17,14 @@
  *     |   +----------------------> WAIT_STORE --+
  *     +--> CLOSING --> DEAD   (and any state --> DEAD)
  *
- * Output: replies go to the output buffer, so writes coalesce per turn.
+ * Output: replies go to the output buffer, and once per loop turn, after
+ * every callback that may add to it, conn_flush_cb() writes each buffer
+ * that grew straight to its socket, as Redis writes its replies before it
+ * sleeps: one write per connection per turn, and no write event unless
+ * the socket is full (only then is the bufferevent's EV_WRITE enabled, to
+ * finish the job; it is disabled again once the buffer is empty). A
+ * bufferevent's own way (enable EV_WRITE on every reply, write on the
+ * next turn, disable) costs a turn and two epoll_ctl calls per reply.
  * While more than max-output bytes of them are unread, no more requests
  * are taken (a reply larger than max-output, a long listing, still goes
  * out whole to a client that reads it); a connection whose unread output
@@ -194,14 +201,19 @@ conn_reject(struct server *srv, evutil_socket_t fd, const char *line)
 }
 
 /*
- * Keepalive lets a vanished client host be noticed, so that its bound
- * permits are released: after idle + 3 * interval at the most.
+ * No Nagle: a reply that follows another before the client answered
+ * (pipelining, a grant written behind an earlier reply, WATCH) must not
+ * wait for its ACK. Keepalive lets a vanished client host be noticed, so
+ * that its bound permits are released: after idle + 3 * interval at the
+ * most.
  */
 static void
-conn_set_keepalive(evutil_socket_t fd, int64_t keepalive_ms)
+conn_set_tcp_options(evutil_socket_t fd, int64_t keepalive_ms)
 {
 	int	on = 1, idle, intvl, cnt = 3;
 
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) != 0)
+		log_warn("setsockopt TCP_NODELAY");
 	if (keepalive_ms <= 0)
 		return;
 	idle = (int)(keepalive_ms / 1000);
@@ -351,12 +363,10 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	conn_take_lines(c);
 }
 
+/* Some output went out (all of it when left is 0). */
 static void
-conn_write_cb(struct bufferevent *bev, void *arg)
+conn_wrote(struct conn *c, size_t left)
 {
-	struct conn	*c = arg;
-	size_t		 left = evbuffer_get_length(bufferevent_get_output(bev));
-
 	if (c->state == CONN_CLOSING && left == 0) {
 		conn_close_now(c);
 		return;
@@ -367,6 +377,86 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 		if (c->state == CONN_READY)
 			event_active(c->resume_ev, 0, 0);
 	}
+}
+
+/* The bufferevent wrote what conn_flush() left: it is drained. */
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+	size_t		 left = evbuffer_get_length(bufferevent_get_output(bev));
+
+	if (left == 0)
+		bufferevent_disable(bev, EV_WRITE);
+	conn_wrote(c, left);
+}
+
+/*
+ * Write c's output to its socket now; what the socket does not take is
+ * left to the bufferevent (EV_WRITE), which calls conn_write_cb() once it
+ * is all out. A bufferevent without a socket (a pair, in the unit tests)
+ * always takes that way. A write error is left to the bufferevent too,
+ * which reports it to conn_event_cb() and so closes c.
+ */
+static void
+conn_flush(struct conn *c)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+	evutil_socket_t	 fd = bufferevent_getfd(c->bev);
+	int		 n;
+
+	if (c->state == CONN_DEAD || evbuffer_get_length(out) == 0)
+		return;
+	if (fd >= 0) {
+		/* A bufferevent keeps its output's start frozen but for its
+		 * own writes, as this one is. */
+		evbuffer_unfreeze(out, 1);
+		n = evbuffer_write(out, fd);
+		evbuffer_freeze(out, 1);
+		if (n > 0 && evbuffer_get_length(out) == 0) {
+			conn_wrote(c, 0);
+			return;
+		}
+	}
+	bufferevent_enable(c->bev, EV_WRITE);
+}
+
+/* flush_ev, once a turn after the replies were made: write them. */
+static void
+conn_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server	*srv = arg;
+	struct conn	*c;
+
+	(void)fd;
+	(void)what;
+	while ((c = TAILQ_FIRST(&srv->flushq)) != NULL) {
+		TAILQ_REMOVE(&srv->flushq, c, flush_entry);
+		c->flush_queued = 0;
+		conn_flush(c);
+	}
+}
+
+/* c has new output: write it at the end of this turn. */
+static void
+conn_queue_flush(struct conn *c)
+{
+	struct server	*srv = c->srv;
+
+	if (c->flush_queued)
+		return;
+	c->flush_queued = 1;
+	TAILQ_INSERT_TAIL(&srv->flushq, c, flush_entry);
+	event_active(srv->flush_ev, 0, 0);
+}
+
+static void
+conn_unqueue_flush(struct conn *c)
+{
+	if (!c->flush_queued)
+		return;
+	TAILQ_REMOVE(&c->srv->flushq, c, flush_entry);
+	c->flush_queued = 0;
 }
 
 static void
@@ -431,7 +521,7 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		return (NULL);
 	}
 	if (sa->sa_family != AF_UNIX)
-		conn_set_keepalive(fd, cfg->tcp_keepalive_ms);
+		conn_set_tcp_options(fd, cfg->tcp_keepalive_ms);
 	bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		fatalx("cannot set up a connection");
@@ -458,7 +548,9 @@ conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
 		fatalx("cannot set up a connection");
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	/* EV_WRITE only while a write waits for room: see the top. */
+	bufferevent_disable(c->bev, EV_WRITE);
+	bufferevent_enable(c->bev, EV_READ);
 
 	HASH_ADD(hh, srv->conns, id, sizeof(c->id), c);
 	srv->nconns++;
@@ -477,6 +569,7 @@ conn_free(struct conn *c)
 	HASH_DEL(srv->conns, c);
 	srv->nconns--;
 	cmd_watch_drop(c);
+	conn_unqueue_flush(c);
 	if (c->owner != NULL)	/* NULL once KILLed */
 		engine_owner_free(srv->engine, c->owner);
 	event_free(c->resume_ev);
@@ -523,6 +616,7 @@ conn_vreply(struct conn *c, const char *fmt, va_list ap)
 	out = bufferevent_get_output(c->bev);
 	evbuffer_add_vprintf(out, fmt, ap);
 	evbuffer_add(out, "\r\n", 2);
+	conn_queue_flush(c);
 	/* Over max-output: no more requests until it drains (see top). */
 	if (c->out_over_ms == 0 && conn_output_full(c)) {
 		c->out_over_ms = timers_now_ms();
@@ -570,7 +664,7 @@ conn_close_after_flush(struct conn *c)
 	bufferevent_disable(c->bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
 		conn_close_now(c);
-	else
+	else	/* counts only while EV_WRITE waits for room */
 		bufferevent_set_timeouts(c->bev, NULL, &tv);
 }
 
@@ -688,21 +782,27 @@ conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-conn_sweep_start(struct server *srv)
+conn_service_start(struct server *srv)
 {
 	struct timeval	tv = { CONN_SWEEP_MS / 1000,
 			    (CONN_SWEEP_MS % 1000) * 1000 };
 
+	TAILQ_INIT(&srv->flushq);
+	srv->flush_ev = event_new(srv->base, -1, 0, conn_flush_cb, srv);
 	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, conn_sweep_cb,
 	    srv);
-	if (srv->sweep_ev == NULL || event_add(srv->sweep_ev, &tv) != 0)
-		fatalx("cannot set up the connection sweep");
+	if (srv->flush_ev == NULL || srv->sweep_ev == NULL ||
+	    event_add(srv->sweep_ev, &tv) != 0)
+		fatalx("cannot set up the connections' events");
 }
 
 void
-conn_sweep_stop(struct server *srv)
+conn_service_stop(struct server *srv)
 {
 	if (srv->sweep_ev != NULL)
 		event_free(srv->sweep_ev);
 	srv->sweep_ev = NULL;
+	if (srv->flush_ev != NULL)
+		event_free(srv->flush_ev);
+	srv->flush_ev = NULL;
 }

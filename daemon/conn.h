@@ -16,6 +16,8 @@
 #ifndef SEMD_CONN_H
 #define SEMD_CONN_H
 
+#include <sys/queue.h>
+
 #include <stdint.h>
 
 #include <event2/bufferevent.h>
@@ -68,6 +70,8 @@ struct conn {
 	uint64_t		 last_ms;	/* when its last line came */
 	int			 last_verb;	/* enum proto_verb; -1: none yet */
 	struct watch		*watch;		/* its blocked WATCH (cmd-watch.c) */
+	int			 flush_queued;	/* on srv->flushq */
+	TAILQ_ENTRY(conn)	 flush_entry;
 	UT_hash_handle		 hh;		/* srv->conns by id */
 };
 
@@ -119,10 +123,11 @@ void		 conn_foreach(struct server *srv,
 /* Free every connection now (shutdown, lost ownership). */
 void		 conn_free_all(struct server *srv);
 /*
- * Start the once-a-second sweep that enforces timeout, line-timeout,
- * auth-timeout and max-output on srv's connections; stop it.
+ * Start what conn.c runs for all of srv's connections: the end-of-turn
+ * write of their replies, and the once-a-second sweep that enforces
+ * timeout, line-timeout, auth-timeout and max-output; stop it.
  */
-void		 conn_sweep_start(struct server *srv);
-void		 conn_sweep_stop(struct server *srv);
+void		 conn_service_start(struct server *srv);
+void		 conn_service_stop(struct server *srv);
 
 #endif /* SEMD_CONN_H */

@@ -347,7 +347,7 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 	if (srv->doomed_ev == NULL)
 		fatalx("evtimer_new");
 	server_clip_maxclients(cfg);
-	conn_sweep_start(srv);
+	conn_service_start(srv);
 	/*
 	 * Before the state is loaded, so that /healthz can say "loading" or
 	 * "standby" while the line protocol is not listening yet.
@@ -414,7 +414,7 @@ server_shutdown(struct server *srv)
 	persist_free(srv->persist);
 	srv->persist = NULL;
 	conn_free_all(srv);
-	conn_sweep_stop(srv);
+	conn_service_stop(srv);
 	engine_free(srv->engine);
 	timers_free(srv->timers);
 	event_free(srv->accept_resume);

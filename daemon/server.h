@@ -4,6 +4,8 @@
 #ifndef SEMD_SERVER_H
 #define SEMD_SERVER_H
 
+#include <sys/queue.h>
+
 #include <stdint.h>
 
 #include <event2/event.h>
@@ -30,6 +32,9 @@ struct server_stats {
 	uint64_t	errors[PERR__COUNT];	/* ERR replies by code */
 };
 
+struct conn;
+TAILQ_HEAD(conn_queue, conn);
+
 struct server {
 	struct config		*cfg;
 	struct event_base	*base;
@@ -42,6 +47,8 @@ struct server {
 	int			 unix_bound;	/* ours to unlink at exit */
 	struct event		*accept_resume;	/* after EMFILE */
 	struct event		*sweep_ev;	/* conn.c's time limits */
+	struct event		*flush_ev;	/* conn.c's end-of-turn writes */
+	struct conn_queue	 flushq;	/* ...of these connections */
 	struct conn		*conns;		/* by id (uthash) */
 	uint32_t		 nconns;
 	uint64_t		 next_conn_id;

@@ -1,5 +1,6 @@
 /*
- * test_conn.c: conn.c without sockets, over bufferevent_pair_new().
+ * test_conn.c: conn.c without a network: over bufferevent_pair_new(),
+ * and over a Unix socketpair for its end-of-turn writes to a socket.
  *
  * Each test builds a server by hand (engine, timers, persistence none or
  * sync on a tiny fake store that the test acknowledges), attaches one or
@@ -10,6 +11,8 @@
  * take every transition of conn.c's state table, so removing one makes
  * conn_set_state() fail a test.
  */
+#include <sys/socket.h>
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -248,7 +251,7 @@ server_up(const char *first, ...)
 	srv.persist = persist_new(&cfg, base, srv.engine, &fake_ops,
 	    cmd_persisted, &srv);
 	persist_start(srv.persist, &hooks, &srv);
-	conn_sweep_start(&srv);
+	conn_service_start(&srv);
 	/* Let the claim and the fake store's ready happen, and acknowledge
 	 * the start-up batch (the config's semaphores). */
 	event_base_loop(base, EVLOOP_NONBLOCK);
@@ -264,7 +267,7 @@ server_down(void)
 	engine_hold_grants(srv.engine, 1);
 	persist_free(srv.persist);
 	conn_free_all(&srv);
-	conn_sweep_stop(&srv);
+	conn_service_stop(&srv);
 	engine_free(srv.engine);
 	timers_free(srv.timers);
 	event_base_free(base);
@@ -302,6 +305,40 @@ client_new(struct client *cl)
 	cl->bev = pair[1];
 	bufferevent_setcb(cl->bev, NULL, NULL, client_event_cb, cl);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
+}
+
+/*
+ * As client_new, over a Unix socketpair: the connection then writes its
+ * replies to the socket itself at the end of each turn. sndbuf > 0 makes
+ * its send buffer that small, so that a long reply fills it.
+ */
+static void
+client_new_socket(struct client *cl, int sndbuf)
+{
+	evutil_socket_t	 fds[2];
+	struct conn	*c;
+
+	memset(cl, 0, sizeof(*cl));
+	ck_assert_int_eq(evutil_socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	ck_assert_int_eq(evutil_make_socket_nonblocking(fds[0]), 0);
+	ck_assert_int_eq(evutil_make_socket_nonblocking(fds[1]), 0);
+	if (sndbuf > 0)
+		ck_assert_int_eq(setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF,
+		    &sndbuf, sizeof(sndbuf)), 0);
+	c = conn_new(&srv, bufferevent_socket_new(base, fds[0],
+	    BEV_OPT_CLOSE_ON_FREE), "test:2");
+	cl->id = c->id;
+	cl->bev = bufferevent_socket_new(base, fds[1], BEV_OPT_CLOSE_ON_FREE);
+	ck_assert_ptr_nonnull(cl->bev);
+	bufferevent_setcb(cl->bev, NULL, NULL, client_event_cb, cl);
+	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
+}
+
+/* 1 when c's bufferevent waits for room to write (EV_WRITE enabled). */
+static int
+conn_waits_to_write(struct conn *c)
+{
+	return ((bufferevent_get_enabled(c->bev) & EV_WRITE) != 0);
 }
 
 static void
@@ -739,6 +776,73 @@ START_TEST(test_quit_flushes)
 }
 END_TEST
 
+/* --- writing to a socket at the end of the turn --- */
+
+START_TEST(test_socket_direct_write)
+{
+	struct client	a;
+
+	server_up(NULL);
+	client_new_socket(&a, 0);
+	client_send(&a, "PING\nPING\nPING\n");
+	expect_line(&a, "OK PONG");
+	expect_line(&a, "OK PONG");
+	expect_line(&a, "OK PONG");
+	/* Written straight to the socket: no write event was left armed. */
+	ck_assert_int_eq(conn_waits_to_write(conn_of(&a)), 0);
+	client_send(&a, "PING\nQUIT\nPING\n");
+	expect_line(&a, "OK PONG");
+	expect_line(&a, "OK");
+	expect_gone(&a);
+	ck_assert_int_eq(lines_pending(&a), 0);
+	client_free(&a);
+	server_down();
+}
+END_TEST
+
+START_TEST(test_socket_full)
+{
+	struct client	a;
+	struct conn	*c;
+	char		buf[512];
+	int		i, n = 0;
+	uint64_t	end;
+
+	server_up(NULL);
+	for (i = 0; i < 2000; i++) {
+		char	name[64];
+
+		snprintf(name, sizeof(name), "sem-with-a-long-name-%04d", i);
+		engine_create(srv.engine, name, strlen(name), 1, NULL);
+	}
+	client_new_socket(&a, 4096);
+	bufferevent_disable(a.bev, EV_READ);	/* it reads nothing, yet */
+	client_send(&a, "LIST\nPING\n");
+	spin(20);
+	/* ~150 KB does not fit the socket: the rest waits for room. */
+	c = conn_of(&a);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_gt(evbuffer_get_length(bufferevent_get_output(c->bev)),
+	    0);
+	ck_assert_int_eq(conn_waits_to_write(c), 1);
+	bufferevent_enable(a.bev, EV_READ);
+	end = timers_now_ms() + 3000;
+	while (n < 1 + 2000 + 1) {
+		ck_assert_msg(timers_now_ms() < end, "%d lines of 2002", n);
+		spin(5);
+		while (client_line(&a, buf, sizeof(buf)))
+			n++;
+		ck_assert_int_le(n, 1 + 2000 + 1);
+		ck_assert_ptr_nonnull(conn_of(&a));
+	}
+	ck_assert_str_eq(buf, "OK PONG");
+	/* Drained: the write event is off again. */
+	ck_assert_int_eq(conn_waits_to_write(conn_of(&a)), 0);
+	client_free(&a);
+	server_down();
+}
+END_TEST
+
 /* --- pipelined persistence --- */
 
 START_TEST(test_pipelined_batches)
@@ -827,6 +931,7 @@ START_TEST(test_pipeline_failure)
 	client_send(&a, "ACQUIRE s\n");
 	spin(10);
 	fake_ack();
+	spin(1);	/* the reply is written at the end of a turn */
 	ck_assert(client_line(&a, buf, sizeof(buf)));
 	ck_assert_msg(strncmp(buf, "OK ", 3) == 0, "%s", buf);
 	client_free(&a);
@@ -990,6 +1095,8 @@ conn_suite(void)
 	tcase_add_test(tc, test_killed_while_waiting_on_store);
 	tcase_add_test(tc, test_watching);
 	tcase_add_test(tc, test_quit_flushes);
+	tcase_add_test(tc, test_socket_direct_write);
+	tcase_add_test(tc, test_socket_full);
 	tcase_add_test(tc, test_pipelined_batches);
 	tcase_add_test(tc, test_pipeline_depth);
 	tcase_add_test(tc, test_pipeline_failure);

@@ -382,6 +382,7 @@ int
 main(int argc, char **argv)
 {
 	struct semd	 d;
+	struct event_config *ecfg;
 	size_t		 i;
 	int		 rc, started_fd = -1;
 
@@ -413,8 +414,12 @@ main(int argc, char **argv)
 	if (started_fd >= 0)
 		semd_detach(started_fd);
 
-	if ((d.base = event_base_new()) == NULL)
+	if ((ecfg = event_config_new()) == NULL)
+		fatalx("event_config_new");
+	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	if ((d.base = event_base_new_with_config(ecfg)) == NULL)
 		fatalx("event_base_new");
+	event_config_free(ecfg);
 	semd_signals(&d);
 	log_info("semd %s starting (pid %ld, %s)", PACKAGE_VERSION,
 	    (long)getpid(), event_base_get_method(d.base));

@@ -103,6 +103,7 @@ struct store {
 	struct event		*deadline_ev;	/* the request in flight */
 	struct event		*retry_ev;	/* the next connect */
 	struct event		*heartbeat_ev;
+	struct event		*write_ev;	/* send what was queued, now */
 	unsigned		 backoff_ms;	/* reset by a fenced success only */
 	int			 ever_connected;
 
@@ -995,6 +996,7 @@ store_send_argv(struct store *st, enum store_step step, struct store_argv *a,
 	redisAsyncCommandArgv(st->ac, store_reply_cb, (void *)(intptr_t)step,
 	    (int)a->n, (const char **)a->argv, a->lens);
 	store_argv_free(a);
+	event_active(st->write_ev, 0, 0);
 	req = &st->inflight[(st->inflight_head + st->ninflight) %
 	    STORE_INFLIGHT_MAX];
 	req->step = step;
@@ -1005,6 +1007,26 @@ store_send_argv(struct store *st, enum store_step step, struct store_argv *a,
 		st->nbatches++;
 	if (st->ninflight++ == 0)
 		store_arm_oldest(st);
+}
+
+/*
+ * write_ev, later in the turn that queued a fenced request: write it
+ * now. hiredis's libevent adapter would enable EV_WRITE and write on the
+ * next turn, a turn later and with two epoll_ctl calls per batch; this
+ * way batches queued in one turn go out together in one write, and the
+ * adapter's add and delete of EV_WRITE cancel out in libevent's epoll
+ * changelist (semd.c). Errors are hiredis's to report, as from the
+ * adapter's own callback.
+ */
+static void
+store_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct store	*st = arg;
+
+	(void)fd;
+	(void)what;
+	if (st->ac != NULL && (st->ac->c.flags & REDIS_CONNECTED))
+		redisAsyncHandleWrite(st->ac);
 }
 
 /* Connected: authenticate, select, and read what ready() reports. */
@@ -1444,7 +1466,9 @@ store_new(const struct config *cfg, struct event_base *base,
 	st->heartbeat_ev = event_new(base, -1, EV_PERSIST, store_heartbeat_cb,
 	    st);
 	st->claim_deadline_ev = evtimer_new(base, store_claim_deadline_cb, st);
+	st->write_ev = event_new(base, -1, 0, store_write_cb, st);
 	if (st->deadline_ev == NULL || st->retry_ev == NULL ||
+	    st->write_ev == NULL ||
 	    st->claim_deadline_ev == NULL ||
 	    st->heartbeat_ev == NULL || event_add(st->heartbeat_ev, &hb) != 0)
 		fatalx("cannot set up the redis timers");
@@ -1464,6 +1488,7 @@ store_free(struct store *st)
 	if (cac != NULL)
 		redisAsyncFree(cac);
 	event_free(st->claim_deadline_ev);
+	event_free(st->write_ev);
 	event_free(st->deadline_ev);
 	event_free(st->retry_ev);
 	event_free(st->heartbeat_ev);

@@ -328,6 +328,18 @@ def test_ctrl_c_and_lost_server():
         d.stop()
 
 
+def test_iterations_on_terminal():
+    with start_semd("--semaphore", "jobs", "2") as d:
+        s = Screen(cli_argv(d.port, "top", "-n", "3", "-i", "200ms"))
+        try:
+            eq(s.wait_exit(15), 0, "-n 3 on a terminal: leaves by itself, "
+               "exit 0")
+            eq(s.text.count("\x1b[J"), 3, "after three frames")
+            ok("\x1b[?1049l" in s.text, "the main screen restored")
+        finally:
+            s.close()
+
+
 def test_sigterm():
     with start_semd("--semaphore", "jobs", "2") as d:
         s = Screen(cli_argv(d.port, "top"))
@@ -344,4 +356,4 @@ def test_sigterm():
 
 
 run(test_piped, test_usage, test_terminal, test_ctrl_c_and_lost_server,
-    test_sigterm, time_limit=180)
+    test_iterations_on_terminal, test_sigterm, time_limit=180)

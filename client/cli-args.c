@@ -13,9 +13,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "cli.h"
 #include "proto.h"
+
+/* The monotonic clock, in ms: for waits and rates. */
+int64_t
+cli_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
 
 void
 cli_usage_error(const char *fmt, ...)
@@ -168,6 +179,11 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 	a->n = 1;
 	a->timeout_ms = SEMC_FOREVER;
 	a->lease_ms = SEMC_BOUND;
+	if (flags & CLI_OPT_OWN) {
+		a->argv = argv;
+		a->argc = argc;
+		return (0);
+	}
 	for (i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0 && (flags & CLI_OPT_CMD)) {
 			a->argv = argv + i + 1;

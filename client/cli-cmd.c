@@ -519,6 +519,16 @@ static const struct cli_cmd cli_cmds[] = {
 	    "SEMD_TOKEN and SEMD_N. Exits with CMD's status; 75 not granted in\n"
 	    "time, 76 the permit was lost while CMD ran; see semd-cli(1).\n"
 	    CLI_D_OPT, cli_run },
+	{ "top", 0, CLI_OPT_OWN, "top [-i D] [-n N]",
+	    "a live view of the semaphores",
+	    "Full screen, refreshed every D (-i, --interval; 1 s): connections,\n"
+	    "role, persistence and commands/s, then one row per semaphore,\n"
+	    "busiest first: capacity, used, holders, waiters, grants/s, the\n"
+	    "acquire wait's p50 and p99 (since semd started), timeouts/s.\n"
+	    "Keys: q quits, s changes the sort, / filters by name. When stdout\n"
+	    "is not a terminal, prints one frame as text (two samples D apart,\n"
+	    "for the rates); -n N (--iterations) stops after N frames.\n"
+	    CLI_D_OPT, cli_top },
 	{ "help", 0, CLI_OPT_ONE_MORE, "help [COMMAND]",
 	    "list commands, or explain one", NULL, cli_help_cmd },
 };

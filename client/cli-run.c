@@ -77,15 +77,6 @@ struct cli_run {
 	char			*vars[3];	/* SEMD_SEM=.. SEMD_TOKEN=.. */
 };
 
-static int64_t
-cli_run_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-}
-
 void
 cli_run_defaults(struct cli_args *a)
 {
@@ -374,8 +365,8 @@ cli_run_watcher_orphaned(struct cli_run *r, int code)
 	    semc_reasonname(code - CLI_WATCH_ENDED), r->a->argv[0],
 	    (long long)r->a->run.kill_after_ms);
 	kill(r->pid, SIGTERM);
-	until = cli_run_now_ms() + r->a->run.kill_after_ms;
-	while (kill(r->pid, 0) == 0 && cli_run_now_ms() < until)
+	until = cli_now_ms() + r->a->run.kill_after_ms;
+	while (kill(r->pid, 0) == 0 && cli_now_ms() < until)
 		poll(NULL, 0, 50);
 	if (kill(r->pid, 0) == 0)
 		kill(r->pid, SIGKILL);
@@ -436,7 +427,7 @@ cli_run_start_watcher(struct cli_run *r, const sigset_t *blocked,
 {
 	pid_t	parent = getpid(), pid;
 
-	r->watcher_next_ms = cli_run_now_ms() + CLI_RUN_RETRY_MS;
+	r->watcher_next_ms = cli_now_ms() + CLI_RUN_RETRY_MS;
 	sigprocmask(SIG_BLOCK, blocked, NULL);
 	pid = fork();
 	if (pid == 0)
@@ -469,7 +460,7 @@ cli_run_lose(struct cli_run *r, const char *why)
 	fprintf(stderr, "semd-cli: stopping %s: SIGTERM, then SIGKILL after "
 	    "%lld ms\n", r->a->argv[0], (long long)r->a->run.kill_after_ms);
 	kill(r->pid, SIGTERM);
-	r->kill_ms = cli_run_now_ms() + r->a->run.kill_after_ms;
+	r->kill_ms = cli_now_ms() + r->a->run.kill_after_ms;
 	if (r->a->run.kill_after_ms == 0) {
 		kill(r->pid, SIGKILL);
 		r->kill_ms = -1;
@@ -517,7 +508,7 @@ cli_run_reattach(struct cli_run *r)
 		r->warned = 1;
 	}
 	if ((err = semc_reconnect(r->cli->c)) != SEMC_OK) {
-		if (cli_run_now_ms() - r->broken_ms >= CLI_RUN_LOST_MS) {
+		if (cli_now_ms() - r->broken_ms >= CLI_RUN_LOST_MS) {
 			snprintf(why, sizeof(why), "semd out of reach for %d "
 			    "s (%s)", CLI_RUN_LOST_MS / 1000,
 			    semc_errmsg(r->cli->c));
@@ -538,7 +529,7 @@ cli_run_reattach(struct cli_run *r)
 static int
 cli_run_timeout(const struct cli_run *r)
 {
-	int64_t	now = cli_run_now_ms(), next = -1;
+	int64_t	now = cli_now_ms(), next = -1;
 
 	if (r->broken && !r->lost)
 		next = now + CLI_RUN_RETRY_MS;
@@ -594,7 +585,7 @@ cli_run_wait(struct cli_run *r, const sigset_t *blocked, const sigset_t *old)
 		if (pfd[1].fd != -1 &&
 		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			r->broken = 1;
-			r->broken_ms = cli_run_now_ms();
+			r->broken_ms = cli_now_ms();
 		}
 		if (r->broken && !r->lost)
 			cli_run_reattach(r);
@@ -602,9 +593,9 @@ cli_run_wait(struct cli_run *r, const sigset_t *blocked, const sigset_t *old)
 			cli_run_lose(r, "the lease keeper lost the lease "
 			    "(revoked, expired, or not refreshed in time)");
 		if (!r->lease && !r->lost && !r->watch_unknown &&
-		    r->watcher == -1 && cli_run_now_ms() >= r->watcher_next_ms)
+		    r->watcher == -1 && cli_now_ms() >= r->watcher_next_ms)
 			cli_run_start_watcher(r, blocked, old);
-		if (r->kill_ms >= 0 && cli_run_now_ms() >= r->kill_ms) {
+		if (r->kill_ms >= 0 && cli_now_ms() >= r->kill_ms) {
 			fprintf(stderr, "semd-cli: %s did not end within "
 			    "--kill-after: SIGKILL\n", r->a->argv[0]);
 			kill(r->pid, SIGKILL);

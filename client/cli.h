@@ -54,7 +54,7 @@ struct cli_args {
 	uint32_t	 n;		/* -n, 1 by default */
 	int64_t		 timeout_ms;	/* --timeout; SEMC_FOREVER */
 	int64_t		 lease_ms;	/* --lease; SEMC_BOUND */
-	char		**argv;		/* after "--" (run) */
+	char		**argv;		/* after "--" (run); all (top) */
 	int		 argc;
 	int		 json;		/* --json after the command */
 	int		 n_given;	/* -n or the protocol's <n> */
@@ -68,8 +68,10 @@ struct cli_args {
 #define CLI_OPT_WORDS	0x10		/* the protocol's own words too: <n>
 					   after SEM, TIMEOUT <ms>, LEASE <ms> */
 #define CLI_OPT_ONE_MORE 0x20		/* one optional positional argument */
+#define CLI_OPT_OWN	0x40		/* its words are its own, in argv */
 
 /* cli-args.c */
+int64_t	 cli_now_ms(void);
 const char *cli_optval(const char *name, int argc, char **argv, int *i);
 int	 cli_parse_duration(const char *s, int64_t *ms);
 int	 cli_parse_proto_ms(const char *s, int64_t *ms);
@@ -111,6 +113,9 @@ void	 cli_out_error(struct cli *cli, enum semc_err err, const char *msg);
 int	 cli_run(struct cli *cli, const struct cli_args *a);
 void	 cli_run_defaults(struct cli_args *a);
 int	 cli_run_option(int argc, char **argv, int *i, struct cli_args *a);
+
+/* cli-top.c */
+int	 cli_top(struct cli *cli, const struct cli_args *a);
 
 /* cli-prompt.c: the prompt, and commands read from a pipe */
 int	 cli_prompt(struct cli *cli);

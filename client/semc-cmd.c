@@ -500,11 +500,20 @@ semc_list(struct semc *c, struct semc_info **out, size_t *count)
 	    (void **)out, count));
 }
 
-/* A STATS line as one "key\0value\0" string, kept until the end. */
+/* A STATS line, "key=value", copied: kept until the end of the reply. */
 struct semc_stat_line {
 	char	*text;
 	size_t	 len;
 };
+
+/* The '=' of a "key=value" word with a key; NULL if it has none. */
+static const char *
+semc_kv_eq(const struct proto_word *w)
+{
+	const char	*eq = memchr(w->p, '=', w->len);
+
+	return (eq == w->p ? NULL : eq);
+}
 
 static enum semc_err
 semc_parse_stat(struct semc *c, const char *s, size_t len, void *entry)
@@ -512,17 +521,13 @@ semc_parse_stat(struct semc *c, const char *s, size_t len, void *entry)
 	struct semc_stat_line	*l = entry;
 	struct proto_word	 w;
 	size_t			 pos = 0;
-	const char		*eq;
 
-	if (!proto_next_word(s, len, &pos, &w) ||
-	    (eq = memchr(w.p, '=', w.len)) == NULL || eq == w.p)
+	if (!proto_next_word(s, len, &pos, &w) || semc_kv_eq(&w) == NULL)
 		return (semc_bad_line(c, s, len));
-	if ((l->text = malloc(w.len + 1)) == NULL)
+	if ((l->text = malloc(w.len)) == NULL)
 		return (semc_seterr(c, SEMC_ERR_NOMEM, NULL));
 	memcpy(l->text, w.p, w.len);
-	l->text[eq - w.p] = '\0';
-	l->text[w.len] = '\0';
-	l->len = w.len + 1;
+	l->len = w.len;
 	return (SEMC_OK);
 }
 
@@ -532,16 +537,51 @@ semc_drop_stat(void *entry)
 	free(((struct semc_stat_line *)entry)->text);
 }
 
+/*
+ * n "key=value" words (each with a key and an '=') as one block: the
+ * array of n struct semc_stat first, then "key\0value\0" for each.
+ */
+static enum semc_err
+semc_kv_block(struct semc *c, const struct proto_word *kv, size_t n,
+    struct semc_stat **out, size_t *count)
+{
+	struct semc_stat	*stats;
+	const char		*eq;
+	size_t			 i, bytes = 0;
+	char			*p;
+
+	*out = NULL;
+	*count = 0;
+	if (n == 0)
+		return (semc_seterr(c, SEMC_OK, NULL));
+	for (i = 0; i < n; i++)
+		bytes += kv[i].len + 1;
+	if ((stats = malloc(n * sizeof(*stats) + bytes)) == NULL)
+		return (semc_seterr(c, SEMC_ERR_NOMEM, NULL));
+	p = (char *)(stats + n);
+	for (i = 0; i < n; i++) {
+		eq = semc_kv_eq(&kv[i]);
+		memcpy(p, kv[i].p, kv[i].len);
+		p[eq - kv[i].p] = '\0';
+		p[kv[i].len] = '\0';
+		stats[i].key = p;
+		stats[i].value = p + (eq - kv[i].p) + 1;
+		p += kv[i].len + 1;
+	}
+	*out = stats;
+	*count = n;
+	return (semc_seterr(c, SEMC_OK, NULL));
+}
+
 /* STATS: one block, the array first, then the strings it points to. */
 enum semc_err
 semc_stats(struct semc *c, struct semc_stat **out, size_t *count)
 {
 	struct proto_reply	 reply;
 	struct semc_stat_line	*lines;
-	struct semc_stat	*stats = NULL;
+	struct proto_word	*kv = NULL;
 	enum semc_err		 err;
-	size_t			 i, n, bytes = 0;
-	char			*p;
+	size_t			 i, n;
 
 	*out = NULL;
 	*count = 0;
@@ -550,26 +590,55 @@ semc_stats(struct semc *c, struct semc_stat **out, size_t *count)
 	    (err = semc_listing(c, &reply, sizeof(*lines), semc_parse_stat,
 	    semc_drop_stat, (void **)&lines, &n)) != SEMC_OK)
 		return (err);
-	for (i = 0; i < n; i++)
-		bytes += lines[i].len;
-	if (n > 0 && (stats = malloc(n * sizeof(*stats) + bytes)) == NULL)
+	if (n > 0 && (kv = calloc(n, sizeof(*kv))) == NULL)
 		err = semc_seterr(c, SEMC_ERR_NOMEM, NULL);
-	p = stats != NULL ? (char *)(stats + n) : NULL;
-	for (i = 0; i < n; i++) {
-		if (stats != NULL) {
-			memcpy(p, lines[i].text, lines[i].len);
-			stats[i].key = p;
-			stats[i].value = p + strlen(p) + 1;
-			p += lines[i].len;
-		}
-		free(lines[i].text);
+	for (i = 0; kv != NULL && i < n; i++) {
+		kv[i].p = lines[i].text;
+		kv[i].len = lines[i].len;
 	}
+	if (err == SEMC_OK)
+		err = semc_kv_block(c, kv, n, out, count);
+	for (i = 0; i < n; i++)
+		free(lines[i].text);
 	free(lines);
-	if (err != SEMC_OK)
+	free(kv);
+	return (err);
+}
+
+/*
+ * INFO, every key=value of the reply as sent, known to us or not; other
+ * words are skipped, as semc_info does. It must name the semaphore.
+ */
+enum semc_err
+semc_info_all(struct semc *c, const char *sem, struct semc_stat **out,
+    size_t *count)
+{
+	struct proto_reply	 reply;
+	struct proto_word	 w, *kv;
+	enum semc_err		 err;
+	size_t			 pos, n = 0;
+
+	*out = NULL;
+	*count = 0;
+	if ((err = semc_check_name(c, sem)) != SEMC_OK ||
+	    (err = semc_call(c, SEMC_REQ_PLAIN, 0, &reply, "INFO %s",
+	    sem)) != SEMC_OK)
 		return (err);
-	*out = stats;
-	*count = n;
-	return (SEMC_OK);
+	if (!proto_find_kv(reply.rest.p, reply.rest.len, "name", &w))
+		return (semc_bad_line(c, reply.rest.p, reply.rest.len));
+	for (pos = 0; proto_next_word(reply.rest.p, reply.rest.len, &pos,
+	    &w);)
+		n += semc_kv_eq(&w) != NULL;
+	if ((kv = calloc(n, sizeof(*kv))) == NULL)
+		return (semc_seterr(c, SEMC_ERR_NOMEM, NULL));
+	for (pos = 0, n = 0; proto_next_word(reply.rest.p, reply.rest.len,
+	    &pos, &w);) {
+		if (semc_kv_eq(&w) != NULL)
+			kv[n++] = w;
+	}
+	err = semc_kv_block(c, kv, n, out, count);
+	free(kv);
+	return (err);
 }
 
 enum semc_err

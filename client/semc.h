@@ -220,7 +220,8 @@ struct semc_check {		/* CHECK of a held grant */
 	int64_t		ttl_ms;		/* -1 for bound */
 };
 
-struct semc_stat {		/* each line of STATS: strings, as sent */
+struct semc_stat {		/* each line of STATS, each word of
+				   semc_info_all: strings, as sent */
 	const char	*key;
 	const char	*value;
 };
@@ -311,6 +312,13 @@ enum semc_err	 semc_list(struct semc *c, struct semc_info **out,
 		    size_t *count);
 enum semc_err	 semc_stats(struct semc *c, struct semc_stat **out,
 		    size_t *count);
+/*
+ * INFO, every key=value of the reply as sent (semd 1.1's wait_p50_ms,
+ * wait_p99_ms, grants_total, timeouts_total, and any later key), as
+ * semc_stats gives STATS: one block, free(*out). (Since libsemc.so.1.1.)
+ */
+enum semc_err	 semc_info_all(struct semc *c, const char *sem,
+		    struct semc_stat **out, size_t *count);
 /*
  * NAME: label this handle's connection (1 to SEMC_LABEL_MAX bytes of
  * A-Z a-z 0-9 _ . : / - @, e.g. "billing@web3:4121"), now and again on

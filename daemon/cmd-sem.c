@@ -66,7 +66,7 @@ cmd_delete(struct cmd_ctx *ctx)
 /*
  * INFO: the LIST line, then what the histograms say: the median and 99th
  * percentile of the acquire wait (ms, interpolated in the histogram's
- * buckets) and the grants ever made.
+ * buckets), the grants ever made and the acquires answered TIMEOUT.
  */
 enum cmd_result
 cmd_info(struct cmd_ctx *ctx)
@@ -74,10 +74,12 @@ cmd_info(struct cmd_ctx *ctx)
 	const struct sem_stats	*st = &ctx->sem->stats;
 
 	conn_reply(ctx->conn, "OK " SEM_INFO_FMT " wait_p50_ms=%llu "
-	    "wait_p99_ms=%llu grants_total=%llu", SEM_INFO_ARGS(ctx->sem),
+	    "wait_p99_ms=%llu grants_total=%llu timeouts_total=%llu",
+	    SEM_INFO_ARGS(ctx->sem),
 	    (unsigned long long)histo_quantile_ms(&st->wait, 0.50),
 	    (unsigned long long)histo_quantile_ms(&st->wait, 0.99),
-	    (unsigned long long)st->grants_total);
+	    (unsigned long long)st->grants_total,
+	    (unsigned long long)st->timeouts_total);
 	return (CMD_DONE);
 }
 

@@ -116,7 +116,8 @@ def show(req, limit=70):
 
 
 # The words INFO <sem> ends with since metrics (README "Monitoring").
-INFO_METRICS_RE = r" wait_p50_ms=[0-9]+ wait_p99_ms=[0-9]+ grants_total=[0-9]+"
+INFO_METRICS_RE = (r" wait_p50_ms=[0-9]+ wait_p99_ms=[0-9]+ grants_total=[0-9]+"
+                   r" timeouts_total=[0-9]+")
 
 
 def info_v1(line):

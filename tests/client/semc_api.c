@@ -196,6 +196,34 @@ scenario_api(const char *port)
 	check(found == 2, "semc_stats: protocol=1 and grants=2");
 	free(st);
 
+	/* tmo: its one permit held, so a TRY is answered TIMEOUT. */
+	expect(c, semc_create(c, "tmo", 1), SEMC_OK, "semc_create tmo 1");
+	expect(c, semc_try(c, "tmo", 1, 60000, &t3), SEMC_OK, "semc_try tmo");
+	expect(c, semc_try(c, "tmo", 1, 60000, &left), SEMC_TIMEOUT,
+	    "semc_try tmo again: TIMEOUT");
+	expect(c, semc_info_all(c, "tmo", &st, &n), SEMC_OK, "semc_info_all");
+	found = 0;
+	for (i = 0; i < n; i++)
+		found += (i == 0 && strcmp(st[i].key, "name") == 0 &&
+		    strcmp(st[i].value, "tmo") == 0) +
+		    (strcmp(st[i].key, "used") == 0 &&
+		    strcmp(st[i].value, "1") == 0) +
+		    (strcmp(st[i].key, "grants_total") == 0 &&
+		    strcmp(st[i].value, "1") == 0) +
+		    (strcmp(st[i].key, "timeouts_total") == 0 &&
+		    strcmp(st[i].value, "1") == 0) +
+		    (strcmp(st[i].key, "wait_p99_ms") == 0);
+	check(found == 5 && n == 10, "semc_info_all: name=tmo first, used=1, "
+	    "grants_total=1, timeouts_total=1, wait_p99_ms; 10 keys (%zu)", n);
+	free(st);
+	expect(c, semc_release(c, "tmo", t3), SEMC_OK, "semc_release tmo");
+	expect(c, semc_delete(c, "tmo"), SEMC_OK, "semc_delete tmo");
+	expect(c, semc_info_all(c, "nope", &st, &n), SEMC_ERR_NOSEM,
+	    "semc_info_all of no semaphore");
+	check(st == NULL && n == 0, "and nothing is returned");
+	expect(c, semc_info_all(c, "bad name", &st, &n), SEMC_ERR_INVAL,
+	    "semc_info_all of an invalid name: nothing sent");
+
 	expect(c, semc_delete(c, "db"), SEMC_ERR_BUSY, "semc_delete busy");
 	expect(c, semc_release(c, "db", t1), SEMC_OK, "semc_release bound");
 	check(semc_bound_count(c) == 0, "a released permit is forgotten");
@@ -346,9 +374,10 @@ scenario_fake(const char *port)
 	};
 	struct semc		*c = handle(port, NULL, 300);
 	struct semc_info	 info;
+	struct semc_stat	*st;
 	char			 sem[64], desc[128];
 	uint64_t		 t;
-	size_t			 i;
+	size_t			 i, n;
 
 	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
 		snprintf(sem, sizeof(sem), "e%s", codes[i].code);
@@ -375,6 +404,23 @@ scenario_fake(const char *port)
 	check(info.capacity == 4 && info.used == 1,
 	    "the known fields are read (capacity=%u used=%llu)",
 	    info.capacity, (unsigned long long)info.used);
+	expect(c, semc_info_all(c, "extra", &st, &n), SEMC_OK,
+	    "semc_info_all: every key, known or not");
+	check(n == 7 && strcmp(st[6].key, "color") == 0 &&
+	    strcmp(st[6].value, "blue") == 0 && strcmp(st[1].key,
+	    "capacity") == 0 && strcmp(st[1].value, "4") == 0,
+	    "semc_info_all: 7 keys, color=blue last; a word without = is "
+	    "skipped (%zu)", n);
+	free(st);
+	expect(c, semc_info_all(c, "garbage", &st, &n), SEMC_ERR_BADREPLY,
+	    "semc_info_all of a reply that is not OK");
+	expect(c, semc_info_all(c, "noname", &st, &n), SEMC_ERR_BADREPLY,
+	    "semc_info_all of a reply without name=");
+	check(st == NULL && n == 0, "and nothing is returned");
+	expect(c, semc_info_all(c, "eNOSEM", &st, &n), SEMC_ERR_NOSEM,
+	    "semc_info_all: ERR NOSEM");
+	expect(c, semc_info_all(c, "closes", &st, &n), SEMC_ERR_NOREPLY,
+	    "semc_info_all whose reply is lost: outcome unknown");
 	expect(c, semc_ping(c), SEMC_OK, "the handle reconnects afterwards");
 	semc_free(c);
 }

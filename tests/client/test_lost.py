@@ -34,6 +34,8 @@ class Scripted(Fake):
             return "HELLO there"
         if name == "fields":
             return "OK name=fields"
+        if name == "noname":
+            return "OK capacity=4 used=1"
         if name == "extra":
             return ("OK name=extra capacity=4 used=1 available=3 "
                     "holders=1 waiters=0 color=blue future")

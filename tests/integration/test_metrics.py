@@ -558,10 +558,16 @@ def test_stats_and_info_keys():
     btok = is_token(b.line(timeout=10), "b granted")
     expect_err(a, "FOO", "PROTO")
     expect_err(a, "RELEASE s 999999", "NOTHELD")
+    eq(a.info("s").get("timeouts_total"), "0", "INFO timeouts_total=0")
+    expect(a, "ACQUIRE s 1 TIMEOUT 0", "TIMEOUT")
+    expect(a, "ACQUIRE s 1 TIMEOUT 50", "TIMEOUT")
     info = a.info("s")
-    eq(list(info)[-3:], ["wait_p50_ms", "wait_p99_ms", "grants_total"],
-       "INFO ends with wait_p50_ms wait_p99_ms grants_total")
+    eq(list(info)[-4:], ["wait_p50_ms", "wait_p99_ms", "grants_total",
+                         "timeouts_total"],
+       "INFO ends with wait_p50_ms wait_p99_ms grants_total timeouts_total")
     eq(info.get("grants_total"), "2", "INFO grants_total=2")
+    eq(info.get("timeouts_total"), "2", "INFO timeouts_total=2 (TIMEOUT 0 "
+       "and a queued one that ran out)")
     eq(info.get("wait_p50_ms"), "0", "INFO wait_p50_ms=0 (one of two "
        "waited 0 ms)")
     ok(int(info.get("wait_p99_ms", "0")) >= 250,
@@ -569,7 +575,7 @@ def test_stats_and_info_keys():
     st = a.stats()
     ok(int(st.get("used_memory_rss", "0")) > 1 << 20,
        "STATS used_memory_rss is plausible", st.get("used_memory_rss"))
-    eq(st.get("commands_acquire"), "2", "STATS commands_acquire=2")
+    eq(st.get("commands_acquire"), "4", "STATS commands_acquire=4")
     eq(st.get("commands_release"), "2", "STATS commands_release=2")
     eq(st.get("errors_proto"), "1", "STATS errors_proto=1")
     eq(st.get("errors_notheld"), "1", "STATS errors_notheld=1")

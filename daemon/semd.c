@@ -414,6 +414,12 @@ main(int argc, char **argv)
 	if (started_fd >= 0)
 		semd_detach(started_fd);
 
+	/*
+	 * The changelist folds an EV_WRITE added and deleted in one turn
+	 * (store-redis.c's same-turn writes) into no epoll_ctl at all. It
+	 * mishandles descriptors that are dup()s of one another, which semd
+	 * never registers: keep it so (socket activation, say).
+	 */
 	if ((ecfg = event_config_new()) == NULL)
 		fatalx("event_config_new");
 	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);

@@ -50,6 +50,16 @@ _failed = 0
 _current = ""            # name of the running test function
 
 
+
+def sanitized(path):
+    """True when the binary at path was built with AddressSanitizer (the
+    benchmarks say their figures are then not representative)."""
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
 def _emit(line):
     sys.stdout.write(line + "\n")
     sys.stdout.flush()

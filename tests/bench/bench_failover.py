@@ -32,14 +32,6 @@ from redistest import (PSemd, start_redis, role_at, poll_grant,  # noqa
 import semdtest  # noqa: E402
 
 
-def sanitized(path):
-    try:
-        with open(path, "rb") as f:
-            return b"__asan_init" in f.read()
-    except OSError:
-        return False
-
-
 def owner_of(daemons, timeout=30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -89,9 +81,9 @@ def main():
                 print("run %d: owner %s killed, first grant by %s after "
                       "%.3f s" % (run + 1, "AB"[v], "AB"[o], t1 - t0))
                 daemons[v].start()
+            asan = semdtest.sanitized(semdtest.SEMD_BIN)
             print("semd %s%s" % (semdtest.SEMD_BIN, " (AddressSanitizer "
-                                 "build)" if sanitized(semdtest.SEMD_BIN)
-                                 else ""))
+                                 "build)" if asan else ""))
             if figures:
                 print("failover (owner kill -9 -> first grant by the new "
                       "owner), owner-lease %s: median %.3f s, min %.3f s, "

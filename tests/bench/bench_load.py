@@ -71,14 +71,6 @@ def check(replies):
         raise RuntimeError("redis refused the fill: %s" % errs[0])
 
 
-def sanitized(path):
-    try:
-        with open(path, "rb") as f:
-            return b"__asan_init" in f.read()
-    except OSError:
-        return False
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--grants", type=int, default=100000)
@@ -106,9 +98,9 @@ def main():
             rss = d.rss_kb()
             text = d.log_text()
             ld = loaded_line(text)
+            asan = semdtest.sanitized(semdtest.SEMD_BIN)
             print("semd %s%s" % (semdtest.SEMD_BIN, " (AddressSanitizer "
-                                 "build: slower, bigger)"
-                                 if sanitized(semdtest.SEMD_BIN) else ""))
+                                 "build: slower, bigger)" if asan else ""))
             if ld is None:
                 print("no 'loaded S semaphores, G grants (U unowned) in T "
                       "ms' line in semd's log:\n%s" % log_tail(text))

@@ -71,14 +71,6 @@ def log(msg):
     sys.stderr.flush()
 
 
-def sanitized(path):
-    try:
-        with open(path, "rb") as f:
-            return b"__asan_init" in f.read()
-    except OSError:
-        return False
-
-
 class Bench:
     def __init__(self, a):
         self.a = a
@@ -408,8 +400,8 @@ def main():
     t0 = time.monotonic()
     log("bench_semload: semd %s, semload %s%s; %d round(s) of %.1f s runs" %
         (semdtest.SEMD_BIN, SEMLOAD, " (sanitizer builds: figures are "
-         "several times lower)" if sanitized(semdtest.SEMD_BIN) or
-         sanitized(SEMLOAD) else "", a.rounds, a.duration))
+         "several times lower)" if semdtest.sanitized(semdtest.SEMD_BIN) or
+         semdtest.sanitized(SEMLOAD) else "", a.rounds, a.duration))
     sc = load_out = None
     try:
         for i in range(a.rounds if a.parts & {"table", "pipeline"} else 0):

@@ -19,8 +19,8 @@
  * all of them are dirty again, in order.
  *
  * Tokens: Redis's bound (P tokens) is kept at least TOKEN_BLOCK / 2 ahead
- * of the last token issued, raised inside the same MULTI/EXEC as the
- * grants that need it. A grant therefore never costs an extra round trip,
+ * of the last token issued, raised inside the same fenced script call as
+ * the grants that need it. A grant therefore never costs an extra round trip,
  * and after any crash the bound is above every token a client ever saw.
  *
  * If Redis comes back with a lower bound than it acknowledged (flushed,
@@ -39,6 +39,16 @@
  * claim, can release them), memory is dropped, and we claim again: as a
  * standby, or with standby no only to resume the very epoch we held.
  * Regained or taken over, the data set is loaded as after a restart.
+ * The timer at that moment can run late (a stopped process, a busy loop),
+ * so the deadline is also checked before anything is answered or written
+ * (persist_owner_check) and when an acknowledgement arrives: one that
+ * comes after the deadline proves nothing and counts as not persisted.
+ *
+ * A daemon remembers the highest epoch and token bound it has seen in
+ * Redis. It never claims a data set whose epoch counter went below that
+ * (Redis lost its data: the owner, if alive, restores its claim and
+ * rewrites Redis from memory), and its tokens continue above every bound
+ * it saw, so tokens never repeat across a flush.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +67,8 @@
 /* A standby claims this often at the most (owner-lease / 4 if less). */
 #define PERSIST_POLL_MAX_MS	500
 #define PERSIST_CLAIM_BACKOFF_MAX_MS 2000
+/* A load that fails is retried with backoff, up to this. */
+#define PERSIST_LOAD_BACKOFF_MAX_MS 30000
 
 enum persist_state {
 	PST_OFF,	/* persistence none */
@@ -93,6 +105,7 @@ struct flight {
 };
 
 struct await {
+	enum persist_outcome	 outcome;	/* of a failed batch */
 	uint64_t		 conn_id;
 	enum persist_await_kind	 kind;
 	uint64_t		 token;
@@ -118,6 +131,11 @@ struct persist {
 	uint64_t		 owned_seen_ms;	/* standby no: saw another owner */
 	uint64_t		 claim_backoff_ms; /* claims failing: the next try */
 	struct log_repeat	 claim_failure;
+	uint64_t		 load_backoff_ms; /* loads failing: the next try */
+	struct log_repeat	 load_failure;
+	struct log_repeat	 epoch_wait;	/* Redis lost its epoch counter */
+	uint64_t		 seen_epoch;	/* the highest seen in Redis */
+	uint64_t		 seen_tokens;	/* the highest token bound seen */
 	char			 subject[320];	/* "redis ADDRESS", for the log */
 	int			 listening;	/* the server listens */
 
@@ -149,6 +167,8 @@ struct persist {
 	struct histo		 batch_ms;	/* send to acknowledgement */
 	char			 last_error[256];
 	uint32_t		 load_sems, load_grants, load_unowned;
+	char			**load_damaged;	/* their capacity is unknown */
+	size_t			 nload_damaged;
 };
 
 static void
@@ -335,8 +355,7 @@ batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
 	c->holder_addr = g->holder_addr;
 	if (g->kind == GRANT_LEASE) {
 		c->kind = STORE_KIND_LEASE;
-		c->deadline_unix_ms = timers_wall_ms() +
-		    (uint64_t)engine_grant_ttl_ms(p->engine, g);
+		c->lease_ms = (uint64_t)engine_grant_ttl_ms(p->engine, g);
 	} else
 		c->kind = STORE_KIND_CONN;	/* unowned is conn too */
 }
@@ -423,6 +442,8 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (p->state != PST_UP || !p->ops->can_submit(p->store))
 		return;		/* batch_done or ready will call again */
+	if (!persist_owner_check(p))
+		return;		/* past the deadline: nothing more is sent */
 	if (!p->resync && persist_backlog(p) == 0 && p->awaits == NULL) {
 		batch_tokens(p, &b, 0);
 		if (b.n == 0)
@@ -459,19 +480,32 @@ await_free_list(struct await **list)
 	}
 }
 
+/*
+ * Answer a list of held-back replies: PERSIST_OK, or each with the outcome
+ * of its failed batch (outcome is then PERSIST_FAILED or _UNKNOWN, for
+ * replies whose batch was never sent).
+ */
 static void
-persist_answer_all(struct persist *p, struct await **list, int ok)
+persist_answer_all(struct persist *p, struct await **list,
+    enum persist_outcome outcome)
 {
 	struct await	*a;
 	struct grant	*g;
+	enum persist_outcome o;
 
 	while ((a = *list) != NULL) {
 		*list = a->next;
-		/* Nothing was granted: take it back before saying so. */
-		if (!ok && a->kind == AWAIT_GRANT &&
+		o = outcome == PERSIST_OK ? PERSIST_OK :
+		    a->outcome != PERSIST_OK ? a->outcome : outcome;
+		/*
+		 * Not granted: take it back before saying so. The removal is
+		 * written with the next batch, which also undoes a write
+		 * whose outcome was unknown.
+		 */
+		if (o != PERSIST_OK && a->kind == AWAIT_GRANT &&
 		    (g = engine_grant_by_token(p->engine, a->token)) != NULL)
 			engine_undo_grant(p->engine, g);
-		p->answer(p->ctx, a->conn_id, a->kind, a->token, a->ms, ok);
+		p->answer(p->ctx, a->conn_id, a->kind, a->token, a->ms, o);
 		free(a);
 	}
 }
@@ -521,27 +555,34 @@ persist_down(struct persist *p, const char *why)
 		return;
 	/* Hold first, so that undoing a grant cannot make another one. */
 	engine_hold_grants(p->engine, 1);
-	persist_answer_all(p, &p->failed, 0);
+	persist_answer_all(p, &p->failed, PERSIST_FAILED);
 	p->failed_tail = &p->failed;
-	persist_answer_all(p, &p->awaits, 0);
+	persist_answer_all(p, &p->awaits, PERSIST_FAILED);
 	p->awaits_tail = &p->awaits;
 }
 
 static void
-persist_batch_done(void *ctx, int ok)
+persist_batch_done(void *ctx, enum store_outcome outcome)
 {
 	struct persist	*p = ctx;
-	struct flight	*f = flight_pop(p);
+	struct flight	*f;
+	struct await	*a;
 
-	if (f == NULL)
+	/* Acknowledged after our deadline: it proves nothing (see top). */
+	if (outcome == STORE_ACKED && !persist_owner_check(p))
+		return;
+	if ((f = flight_pop(p)) == NULL)
 		fatalx("redis: a batch acknowledged that was never sent");
-	if (!ok) {
+	if (outcome != STORE_ACKED) {
 		/*
 		 * Every later batch fails too, then lost() or fenced() says
 		 * why: their replies wait there, oldest first.
 		 */
 		dirty_merge_flight(p, f);
 		p->tokens_sent = p->tokens_acked;
+		for (a = f->awaits; a != NULL; a = a->next)
+			a->outcome = outcome == STORE_REFUSED ?
+			    PERSIST_FAILED : PERSIST_UNKNOWN;
 		*p->failed_tail = f->awaits;
 		while (*p->failed_tail != NULL)
 			p->failed_tail = &(*p->failed_tail)->next;
@@ -552,7 +593,7 @@ persist_batch_done(void *ctx, int ok)
 	p->tokens_acked = f->tokens;
 	p->batches++;
 	histo_observe(&p->batch_ms, timers_now_ms() - f->sent_ms);
-	persist_answer_all(p, &f->awaits, 1);
+	persist_answer_all(p, &f->awaits, PERSIST_OK);
 	free(f);
 	persist_schedule(p);
 }
@@ -675,10 +716,18 @@ persist_extend(struct persist *p, uint64_t sent_ms)
 	persist_arm_owner(p);
 }
 
+/*
+ * A fenced request was acknowledged. If our deadline passed before it
+ * arrived, we may already have been replaced, whatever it says: give up
+ * (persist_owner_check) instead of extending.
+ */
 static void
 persist_renewed(void *ctx, uint64_t sent_ms)
 {
-	persist_extend(ctx, sent_ms);
+	struct persist	*p = ctx;
+
+	if (persist_owner_check(p))
+		persist_extend(p, sent_ms);
 }
 
 static void
@@ -703,7 +752,10 @@ persist_drop_pending(struct persist *p)
 /*
  * Stop acting as owner, at once: grant nothing, close every client
  * connection, forget memory, and claim again (as a standby, or with
- * standby no only to resume our own epoch).
+ * standby no only to resume our own epoch). The first claim waits one
+ * owner-lease: our key expires by then, and a standby, which claims every
+ * poll, takes over first; a claim whose answer is lost (one-way
+ * partition) would only delay it by a lease, never extend ours.
  */
 static void
 persist_lose(struct persist *p, const char *why)
@@ -726,7 +778,21 @@ persist_lose(struct persist *p, const char *why)
 	snprintf(p->last_error, sizeof(p->last_error), "%s", why);
 	p->failures++;
 	p->hooks->lost(p->arg);
-	persist_claim_in(p, 0);
+	persist_claim_in(p, (uint64_t)p->cfg->owner_lease_ms);
+}
+
+int
+persist_owner_check(struct persist *p)
+{
+	char	why[128];
+
+	if (p->role != ROLE_OWNER || p->state == PST_LOADING ||
+	    timers_now_ms() < p->owner_until_ms)
+		return (1);
+	snprintf(why, sizeof(why), "could not renew it within owner-lease "
+	    "(%lld ms)", (long long)p->cfg->owner_lease_ms);
+	persist_lose(p, why);
+	return (0);
 }
 
 static void
@@ -745,54 +811,96 @@ static void
 persist_owner_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct persist	*p = arg;
-	char		 why[128];
 
 	(void)fd;
 	(void)what;
-	if (timers_now_ms() < p->owner_until_ms) {
+	if (persist_owner_check(p) && p->role == ROLE_OWNER)
 		persist_arm_owner(p);	/* extended meanwhile */
-		return;
-	}
-	snprintf(why, sizeof(why), "could not renew it within owner-lease "
-	    "(%lld ms)", (long long)p->cfg->owner_lease_ms);
-	persist_lose(p, why);
 }
 
 /* --- start-up, takeover --- */
 
 static void
-persist_load_sem(void *ctx, const char *name, uint32_t capacity)
+persist_load_sem(void *ctx, const char *name, uint32_t capacity, int damaged)
 {
 	struct persist	*p = ctx;
 	struct sem	*s;
 
-	if (engine_create(p->engine, name, strlen(name), capacity, &s) ==
-	    PERR_NONE)
-		p->load_sems++;
-	else
+	if (engine_create(p->engine, name, strlen(name), capacity, &s) !=
+	    PERR_NONE) {
 		log_warnx("redis: cannot restore semaphore %s", name);
+		return;
+	}
+	p->load_sems++;
+	if (!damaged)
+		return;
+	p->load_damaged = realloc(p->load_damaged, (p->nload_damaged + 1) *
+	    sizeof(*p->load_damaged));
+	if (p->load_damaged == NULL)
+		abort();
+	p->load_damaged[p->nload_damaged++] = xstrdup(name);
+}
+
+static void
+persist_free_damaged(struct persist *p)
+{
+	size_t	i;
+
+	for (i = 0; i < p->nload_damaged; i++)
+		free(p->load_damaged[i]);
+	free(p->load_damaged);
+	p->load_damaged = NULL;
+	p->nload_damaged = 0;
 }
 
 /*
- * A lease resumes with the time it had left, never less than the grace:
- * it may end late, never early, even when the wall clock jumped while
- * semd was down. A bound grant becomes unowned for the grace.
+ * A semaphore whose key was damaged lost its capacity, not its grants:
+ * it gets what its grants hold, so that nothing more is granted until an
+ * operator resizes it (or the config file, which names it, does).
+ */
+static void
+persist_fix_damaged(struct persist *p)
+{
+	struct sem	*s;
+	size_t		 i;
+	uint32_t	 cap;
+
+	for (i = 0; i < p->nload_damaged; i++) {
+		s = engine_find(p->engine, p->load_damaged[i],
+		    strlen(p->load_damaged[i]));
+		if (s == NULL)
+			continue;
+		cap = s->used > PROTO_INT_MAX ? PROTO_INT_MAX :
+		    (uint32_t)s->used;
+		engine_resize(p->engine, s, cap);
+		log_warnx("redis: semaphore %s had a damaged key; restored "
+		    "with its %u grants and capacity %u (what they hold): "
+		    "RESIZE it to its real capacity", s->name,
+		    (unsigned)s->nholders, (unsigned)cap);
+	}
+	persist_free_damaged(p);
+}
+
+/*
+ * A lease resumes with the time it had left on Redis's clock, never less
+ * than the grace: it may end late, never early, whatever the wall clocks
+ * of semd's hosts say. A bound grant becomes unowned for the grace.
  */
 static void
 persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
-    enum store_grant_kind kind, uint64_t deadline_unix_ms,
+    enum store_grant_kind kind, uint64_t lease_left_ms,
     const char *holder_name, const char *holder_addr)
 {
 	struct persist	*p = ctx;
 	struct grant	*g;
 	struct sem	*s = engine_find(p->engine, sem, strlen(sem));
 	uint64_t	 grace = (uint64_t)p->cfg->reclaim_grace_ms;
-	uint64_t	 now = timers_wall_ms(), ttl = grace;
+	uint64_t	 ttl = grace;
 
 	if (s == NULL)
 		return;
-	if (kind == STORE_KIND_LEASE && deadline_unix_ms > now + grace)
-		ttl = deadline_unix_ms - now;
+	if (kind == STORE_KIND_LEASE && lease_left_ms > grace)
+		ttl = lease_left_ms;
 	if ((g = engine_restore_grant(p->engine, s, token, n, kind ==
 	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl)) == NULL)
 		return;
@@ -800,6 +908,32 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 	p->load_grants++;
 	if (kind == STORE_KIND_CONN)
 		p->load_unowned++;
+}
+
+/*
+ * The load failed: drop what was read, close the connections a standby
+ * has (the engine is cleared with them), say why (once, then how often),
+ * and claim again after a backoff that grows to 30 s.
+ */
+static void
+persist_load_failed(struct persist *p, const char *err)
+{
+	uint64_t	retry = p->load_backoff_ms * 2;
+
+	if (retry == 0)
+		retry = PERSIST_RETRY_LOAD_MS;
+	if (retry > PERSIST_LOAD_BACKOFF_MAX_MS)
+		retry = PERSIST_LOAD_BACKOFF_MAX_MS;
+	p->load_backoff_ms = retry;
+	snprintf(p->last_error, sizeof(p->last_error), "cannot load: %.200s",
+	    err);
+	log_repeat(&p->load_failure, p->subject, p->last_error);
+	persist_free_damaged(p);
+	if (p->listening)
+		p->hooks->lost(p->arg);
+	else
+		engine_clear(p->engine);
+	persist_claim_in(p, retry);
 }
 
 /*
@@ -812,20 +946,23 @@ persist_load(struct persist *p, const char *how)
 	static const struct store_loader loader = {
 		persist_load_sem, persist_load_grant
 	};
-	uint64_t	 t0 = timers_now_ms(), tokens;
-	char		 err[200];
+	uint64_t	 t0 = timers_now_ms(), tokens = p->seen_tokens;
+	char		 err[300];
+	int		 repair = 0;
 
 	p->load_sems = p->load_grants = p->load_unowned = 0;
-	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, &tokens, err,
-	    sizeof(err)) != 0) {
-		log_warnx("redis %s: cannot load: %s; retrying in %d ms",
-		    p->ops->address(p->store), err, PERSIST_RETRY_LOAD_MS);
-		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
-		engine_clear(p->engine);
+	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, &tokens, &repair,
+	    err, sizeof(err)) != 0) {
+		persist_load_failed(p, err);
 		return (-1);
 	}
+	p->load_backoff_ms = 0;
+	log_repeat_end(&p->load_failure, p->subject);
+	persist_fix_damaged(p);
 	engine_raise_token_floor(p->engine, tokens);
 	p->tokens_acked = p->tokens_sent = tokens + TOKEN_BLOCK;
+	if (p->tokens_acked > p->seen_tokens)
+		p->seen_tokens = p->tokens_acked;
 	log_info("%s %s with epoch %llu: loaded %u semaphores, %u grants "
 	    "(%u unowned) in %llu ms", how,
 	    p->ops->dataset(p->store), (unsigned long long)p->epoch,
@@ -834,6 +971,11 @@ persist_load(struct persist *p, const char *how)
 	p->last_error[0] = '\0';
 	p->role = ROLE_OWNER;
 	p->state = PST_DOWN;
+	if (repair) {
+		log_warnx("redis %s: damaged keys found; rewriting them from "
+		    "memory", p->ops->address(p->store));
+		p->resync = 1;
+	}
 	p->hooks->loaded(p->arg);
 	p->ops->connect(p->store);
 	return (0);
@@ -883,6 +1025,31 @@ persist_not_owner(struct persist *p, const struct store_owner *own)
 	persist_claim_in(p, persist_poll_ms(p));
 }
 
+/*
+ * Redis's epoch counter went below what we saw: it lost its data. Wait
+ * (claiming every poll) for the owner to restore its claim, or for an
+ * operator to set the counter; say so once, then how often.
+ */
+static void
+persist_epoch_lost(struct persist *p, const struct store_owner *own)
+{
+	char	msg[600];
+
+	snprintf(msg, sizeof(msg), "its epoch counter %sepoch is %llu, below "
+	    "epoch %llu which this daemon has seen: Redis lost its data. Not "
+	    "claiming it (tokens and epochs would start again); waiting for "
+	    "the owner to restore its claim, or, if no owner is left, for an "
+	    "operator to run: redis-cli SET %sepoch %llu (and SET %stokens "
+	    "%llu if that is higher than what it holds)",
+	    p->cfg->redis_prefix, (unsigned long long)own->epoch,
+	    (unsigned long long)p->seen_epoch, p->cfg->redis_prefix,
+	    (unsigned long long)p->seen_epoch, p->cfg->redis_prefix,
+	    (unsigned long long)p->seen_tokens);
+	snprintf(p->last_error, sizeof(p->last_error), "%.255s", msg);
+	log_repeat(&p->epoch_wait, p->subject, msg);
+	persist_claim_in(p, persist_poll_ms(p));
+}
+
 /* claim_ev: claim the data set; persist_claimed() follows. */
 static void
 persist_claim_cb(evutil_socket_t fd, short what, void *arg)
@@ -892,7 +1059,30 @@ persist_claim_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	p->ops->claim(p->store, p->advertise, p->held_epoch,
-	    !p->cfg->standby && p->held_epoch != 0);
+	    !p->cfg->standby && p->held_epoch != 0, p->seen_epoch);
+}
+
+/* A claim failed to run: back off and say it once, then how often. */
+static void
+persist_claim_failed(struct persist *p, const char *err)
+{
+	uint64_t	retry_ms;
+
+	/*
+	 * Redis is unreachable or refuses: back off from the poll (a standby)
+	 * or 1 s (starting up) to at most 2 s.
+	 */
+	retry_ms = p->claim_backoff_ms * 2;
+	if (retry_ms == 0)
+		retry_ms = p->listening ? persist_poll_ms(p) :
+		    PERSIST_RETRY_LOAD_MS;
+	if (retry_ms > PERSIST_CLAIM_BACKOFF_MAX_MS)
+		retry_ms = PERSIST_CLAIM_BACKOFF_MAX_MS;
+	p->claim_backoff_ms = retry_ms;
+	snprintf(p->last_error, sizeof(p->last_error), "cannot load: %.200s",
+	    err);
+	log_repeat(&p->claim_failure, p->subject, p->last_error);
+	persist_claim_in(p, retry_ms);
 }
 
 /* A claim's outcome: load the data set when it is ours. */
@@ -901,29 +1091,27 @@ persist_claimed(void *ctx, const struct store_owner *own, const char *err)
 {
 	struct persist	*p = ctx;
 	const char	*how;
-	uint64_t	 retry_ms;
 
 	if (own == NULL) {
-		/*
-		 * Redis is unreachable or refuses: back off from the poll (a
-		 * standby) or 1 s (starting up) to at most 2 s, and say it
-		 * once, then how often it recurs.
-		 */
-		retry_ms = p->claim_backoff_ms * 2;
-		if (retry_ms == 0)
-			retry_ms = p->listening ? persist_poll_ms(p) :
-			    PERSIST_RETRY_LOAD_MS;
-		if (retry_ms > PERSIST_CLAIM_BACKOFF_MAX_MS)
-			retry_ms = PERSIST_CLAIM_BACKOFF_MAX_MS;
-		p->claim_backoff_ms = retry_ms;
-		snprintf(p->last_error, sizeof(p->last_error), "cannot load: "
-		    "%.200s", err);
-		log_repeat(&p->claim_failure, p->subject, p->last_error);
-		persist_claim_in(p, retry_ms);
+		persist_claim_failed(p, err);
 		return;
 	}
 	p->claim_backoff_ms = 0;
 	log_repeat_end(&p->claim_failure, p->subject);
+	if (own->tokens > p->seen_tokens)
+		p->seen_tokens = own->tokens;
+	if (own->epoch_lost) {
+		persist_epoch_lost(p, own);
+		return;
+	}
+	log_repeat_end(&p->epoch_wait, p->subject);
+	if (own->epoch > p->seen_epoch)
+		p->seen_epoch = own->epoch;
+	if (own->wait) {
+		/* Our own key, from a claim we saw no answer to: it expires. */
+		persist_claim_in(p, persist_poll_ms(p));
+		return;
+	}
 	if (own->ours)
 		p->owned_seen_ms = 0;	/* the next owner is watched anew */
 	if (!own->ours) {
@@ -936,8 +1124,14 @@ persist_claimed(void *ctx, const struct store_owner *own, const char *err)
 	p->held_epoch = own->epoch;
 	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", p->advertise);
 	persist_extend(p, own->sent_ms);
-	if (persist_load(p, how) != 0)
-		persist_claim_in(p, PERSIST_RETRY_LOAD_MS);
+	if (timers_now_ms() >= p->owner_until_ms) {
+		/* Answered too late to act on: let the key expire. */
+		p->owner_until_ms = 0;
+		evtimer_del(p->owner_ev);
+		persist_claim_in(p, persist_poll_ms(p));
+		return;
+	}
+	persist_load(p, how);
 }
 
 void
@@ -1041,6 +1235,7 @@ persist_free(struct persist *p)
 		dirty_clear(&last.sems, &last.grants);	/* b pointed in */
 	}
 	persist_drop_pending(p);
+	persist_free_damaged(p);
 	if (p->store != NULL)
 		p->ops->destroy(p->store);
 	if (p->flush_ev != NULL)

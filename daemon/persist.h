@@ -36,12 +36,20 @@ enum persist_await_kind {
 	AWAIT_REFRESH	/* "OK <ms>" */
 };
 
+/* What became of the write a held-back reply waited for. */
+enum persist_outcome {
+	PERSIST_OK,		/* written */
+	PERSIST_FAILED,		/* not written: Redis refused it */
+	PERSIST_UNKNOWN		/* Redis did not answer: it may have been */
+};
+
 /*
- * Answer connection conn_id, if it is still there: ok, or ERR UNAVAILABLE
- * (a grant was then undone already).
+ * Answer connection conn_id, if it is still there: OK, or ERR UNAVAILABLE
+ * (a grant was then undone already, and its removal is written next).
  */
 typedef void (*persist_answer_fn)(void *ctx, uint64_t conn_id,
-    enum persist_await_kind kind, uint64_t token, uint32_t ms, int ok);
+    enum persist_await_kind kind, uint64_t token, uint32_t ms,
+    enum persist_outcome outcome);
 
 /* Who serves the data set (PROTOCOL.md "Ownership"). */
 enum persist_role {
@@ -111,6 +119,15 @@ void		 persist_set_advertise(struct persist *p, const char *addr);
 /* The engine observer's share (server.c chains it before the replies). */
 void		 persist_observe(struct persist *p,
 		    const struct engine_event *ev);
+
+/*
+ * 1 while this daemon may answer as what it is. An owner past its
+ * ownership deadline gives the data set up first (closing every client
+ * connection through hooks->lost) and returns 0: call it before writing
+ * any reply, since a stopped process or a busy loop runs the deadline's
+ * timer late.
+ */
+int		 persist_owner_check(struct persist *p);
 
 /* 1 in sync mode: grants and REFRESH are answered through persist. */
 int		 persist_defers_replies(struct persist *p);

@@ -64,13 +64,14 @@ fake_destroy(struct store *st)
 
 static void
 fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only)
+    int resume_only, uint64_t least_epoch)
 {
 	struct store_owner	own;
 
 	(void)st;
 	(void)resume_epoch;
 	(void)resume_only;
+	(void)least_epoch;
 	memset(&own, 0, sizeof(own));
 	own.ours = 1;
 	own.epoch = 1;
@@ -88,9 +89,11 @@ fake_advertise(struct store *st, const char *addr)
 
 static int
 fake_load(struct store *st, const struct store_loader *ld, void *ctx,
-    uint64_t reserve, uint64_t *tokens, char *err, size_t errlen)
+    uint64_t reserve, uint64_t *tokens, int *repair, char *err,
+    size_t errlen)
 {
 	(void)st;
+	(void)repair;
 	(void)ld;
 	(void)ctx;
 	(void)reserve;
@@ -178,7 +181,7 @@ fake_ack(void)
 	ck_assert_int_ge(fake.in_flight, 1);
 	fake.in_flight--;
 	fake.ev->renewed(fake.ctx, timers_now_ms());
-	fake.ev->batch_done(fake.ctx, 1);
+	fake.ev->batch_done(fake.ctx, STORE_ACKED);
 }
 
 /* The connection fails: every batch in flight fails, in order. */
@@ -186,7 +189,7 @@ static void
 fake_fail(void)
 {
 	for (; fake.in_flight > 0; fake.in_flight--)
-		fake.ev->batch_done(fake.ctx, 0);
+		fake.ev->batch_done(fake.ctx, STORE_UNKNOWN);
 	fake.ev->lost(fake.ctx, "test: connection lost");
 }
 

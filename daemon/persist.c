@@ -165,7 +165,7 @@ struct persist {
 	uint64_t		 batches;
 	uint64_t		 failures;
 	struct histo		 batch_ms;	/* send to acknowledgement */
-	char			 last_error[256];
+	char			 last_error[512];
 	uint32_t		 load_sems, load_grants, load_unowned;
 	char			**load_damaged;	/* their capacity is unknown */
 	size_t			 nload_damaged;
@@ -925,7 +925,7 @@ persist_load_failed(struct persist *p, const char *err)
 	if (retry > PERSIST_LOAD_BACKOFF_MAX_MS)
 		retry = PERSIST_LOAD_BACKOFF_MAX_MS;
 	p->load_backoff_ms = retry;
-	snprintf(p->last_error, sizeof(p->last_error), "cannot load: %.200s",
+	snprintf(p->last_error, sizeof(p->last_error), "cannot load: %.400s",
 	    err);
 	log_repeat(&p->load_failure, p->subject, p->last_error);
 	persist_free_damaged(p);
@@ -1045,7 +1045,7 @@ persist_epoch_lost(struct persist *p, const struct store_owner *own)
 	    (unsigned long long)p->seen_epoch, p->cfg->redis_prefix,
 	    (unsigned long long)p->seen_epoch, p->cfg->redis_prefix,
 	    (unsigned long long)p->seen_tokens);
-	snprintf(p->last_error, sizeof(p->last_error), "%.255s", msg);
+	snprintf(p->last_error, sizeof(p->last_error), "%.500s", msg);
 	log_repeat(&p->epoch_wait, p->subject, msg);
 	persist_claim_in(p, persist_poll_ms(p));
 }

@@ -563,12 +563,11 @@ store_load_sem(struct store *st, struct store_load_ctx *lc,
 		return (0);
 	}
 	if (grants->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "key %s{%s}:grants cannot be read (%s): "
-		    "its grants may be lost, so this daemon will not serve "
-		    "the data set; restore it, or delete it if no permit of "
-		    "%s is held", st->cfg->redis_prefix, name->str,
-		    grants->type == REDIS_REPLY_ERROR ? grants->str :
-		    "not a hash", name->str);
+		snprintf(err, errlen, "key %s{%s}:grants is not a hash: its "
+		    "grants cannot be read, so this daemon will not serve (it "
+		    "could grant what is held); restore the key, or delete it "
+		    "if no permit of %s is held", st->cfg->redis_prefix,
+		    name->str, name->str);
 		return (-1);
 	}
 	if (cap->type == REDIS_REPLY_NIL && grants->elements == 0) {

@@ -726,7 +726,7 @@ persist_renewed(void *ctx, uint64_t sent_ms)
 {
 	struct persist	*p = ctx;
 
-	if (persist_owner_check(p))
+	if (p->role == ROLE_OWNER && persist_owner_check(p))
 		persist_extend(p, sent_ms);
 }
 

@@ -56,6 +56,8 @@ enum fake_claim_answer {
 	CLAIM_OURS,		/* ours, with claim_epoch */
 	CLAIM_OWNED,		/* claim_addr owns it, with claim_epoch */
 	CLAIM_SUPERSEDED,	/* resume only, and the epoch moved on */
+	CLAIM_WAIT,		/* our own key, unacknowledged: it expires */
+	CLAIM_EPOCH_LOST,	/* the epoch counter is below the least */
 	CLAIM_ERROR		/* the store cannot be reached */
 };
 
@@ -63,6 +65,7 @@ struct fake_claim {
 	char			 addr[STORE_ADDR_MAX];
 	uint64_t		 resume_epoch;
 	int			 resume_only;
+	uint64_t		 least_epoch;
 	uint64_t		 at_ms;		/* also the sent_ms of an ours */
 	enum fake_claim_answer	 answer;	/* the script's, when made */
 	uint64_t		 epoch;
@@ -78,6 +81,7 @@ struct fake_batch {
 struct fake_sem {
 	const char	*name;
 	uint32_t	 capacity;
+	int		 damaged;
 };
 
 struct fake_grant {
@@ -100,7 +104,10 @@ struct store {
 	enum fake_claim_answer	 claim_answer;
 	uint64_t		 claim_epoch;
 	const char		*claim_addr;
+	uint64_t		 claim_tokens;	/* the bound a claim sees */
 	int			 claim_inline;	/* answer inside claim() */
+	int			 load_fail;	/* loads fail while set */
+	int			 load_repair;	/* loads report damage */
 	struct fake_sem		 load_sems[MAX_LOAD];
 	size_t			 nload_sems;
 	struct fake_grant	 load_grants[MAX_LOAD];
@@ -169,6 +176,7 @@ fake_answer_claim(size_t i)
 
 	memset(&own, 0, sizeof(own));
 	own.epoch = c->epoch;
+	own.tokens = fake.claim_tokens;
 	switch (c->answer) {
 	case CLAIM_OURS:
 		own.ours = 1;
@@ -180,6 +188,14 @@ fake_answer_claim(size_t i)
 		break;
 	case CLAIM_SUPERSEDED:
 		own.superseded = 1;
+		snprintf(own.addr, sizeof(own.addr), "-");
+		break;
+	case CLAIM_WAIT:
+		own.wait = 1;
+		snprintf(own.addr, sizeof(own.addr), "%s", c->addr);
+		break;
+	case CLAIM_EPOCH_LOST:
+		own.epoch_lost = 1;
 		snprintf(own.addr, sizeof(own.addr), "-");
 		break;
 	case CLAIM_ERROR:
@@ -208,10 +224,10 @@ fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	struct timeval		 tv = { 0, 0 };
 	size_t			 i = fake.nclaims;
 
-	(void)least_epoch;
 	ck_assert_ptr_eq(st, &fake);
 	ck_assert_uint_lt(fake.nclaims, MAX_CLAIMS);
 	c = &fake.claims[fake.nclaims++];
+	c->least_epoch = least_epoch;
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);
 	c->resume_epoch = resume_epoch;
 	c->resume_only = resume_only;
@@ -244,13 +260,15 @@ fake_load(struct store *st, const struct store_loader *ld, void *ctx,
 	size_t			 i;
 
 	(void)st;
-	(void)err;
-	(void)errlen;
-	*repair = 0;
 	fake.nloads++;
+	if (fake.load_fail) {
+		snprintf(err, errlen, "key t:{jobs}:grants is not a hash");
+		return (-1);
+	}
+	*repair = fake.load_repair;
 	for (i = 0; i < fake.nload_sems; i++)
 		ld->sem(ctx, fake.load_sems[i].name,
-		    fake.load_sems[i].capacity, 0);
+		    fake.load_sems[i].capacity, fake.load_sems[i].damaged);
 	for (i = 0; i < fake.nload_grants; i++) {
 		g = &fake.load_grants[i];
 		ld->grant(ctx, g->sem, g->token, g->n, g->kind,
@@ -439,7 +457,7 @@ fake_fence(const char *owner)
 	fake.connected = fake.ready = 0;
 	if (fake.nacked < fake.nbatches) {
 		fake.nacked++;
-		fake.ev->batch_done(fake.ctx, STORE_UNKNOWN);
+		fake.ev->batch_done(fake.ctx, STORE_REFUSED);
 	}
 	fake.ev->fenced(fake.ctx, owner);
 }
@@ -473,6 +491,15 @@ script_load_sem(const char *name, uint32_t capacity)
 	fake.load_sems[fake.nload_sems++].capacity = capacity;
 }
 
+/* A semaphore whose own key is damaged: its capacity is unknown. */
+static void
+script_load_damaged(const char *name)
+{
+	ck_assert_uint_lt(fake.nload_sems, MAX_LOAD);
+	fake.load_sems[fake.nload_sems].name = name;
+	fake.load_sems[fake.nload_sems++].damaged = 1;
+}
+
 /* A lease in Redis, held by name at addr (NULL: unknown). */
 static void
 script_load_lease(const char *sem, uint64_t token, uint32_t n,
@@ -498,6 +525,7 @@ struct answer {
 	enum persist_await_kind	 kind;
 	uint64_t		 token;
 	int			 ok;
+	enum persist_outcome	 outcome;
 };
 
 static struct event_base	*base;
@@ -533,6 +561,7 @@ on_answer(void *ctx, uint64_t conn_id, enum persist_await_kind kind,
 	answers[nanswers].conn_id = conn_id;
 	answers[nanswers].kind = kind;
 	answers[nanswers].token = token;
+	answers[nanswers].outcome = outcome;
 	answers[nanswers++].ok = outcome == PERSIST_OK;
 }
 
@@ -1402,6 +1431,193 @@ START_TEST(test_shutdown_writes)
 }
 END_TEST
 
+/*
+ * The owner's process was stopped (or its loop busy) past its deadline
+ * with a batch in flight: the deadline's timer has not run, and the
+ * acknowledgement arrives first. It proves nothing: the grant is not
+ * answered, and ownership is given up before anything else happens.
+ */
+START_TEST(test_late_ack)
+{
+	uint64_t	t0, lease = 1000;
+
+	gain("sync", "1s");
+	t0 = fake.claims[0].at_ms;
+	(void)acquire_await("jobs", 21);
+	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
+	/* Stopped: no loop turn, so owner_ev cannot fire. */
+	while (timers_now_ms() < t0 + lease)
+		usleep(10000);
+	ck_assert_uint_eq(nlost, 0);
+	fake_ack(1);
+	ck_assert_uint_eq(nlost, 1);
+	ck_assert_uint_eq(nanswers, 0);
+	ck_assert_int_eq(persist_role(persist), ROLE_STANDBY);
+	ck_assert_uint_eq(fake.ndisconnects, 1);
+	ck_assert_str_eq(lost_error,
+	    "could not renew it within owner-lease (1000 ms)");
+}
+END_TEST
+
+/* Any answer checks the deadline first: persist_owner_check. */
+START_TEST(test_owner_check)
+{
+	uint64_t	t0, lease = 1000, margin = 100;
+
+	gain("sync", "1s");
+	t0 = fake.claims[0].at_ms;
+	ck_assert_int_eq(persist_owner_check(persist), 1);
+	ck_assert_uint_eq(nlost, 0);
+	while (timers_now_ms() < t0 + lease - margin)
+		usleep(10000);
+	ck_assert_int_eq(persist_owner_check(persist), 0);
+	ck_assert_uint_eq(nlost, 1);
+	/* A standby answers as a standby: nothing to give up. */
+	ck_assert_int_eq(persist_owner_check(persist), 1);
+	ck_assert_uint_eq(nlost, 1);
+}
+END_TEST
+
+/*
+ * Redis lost its epoch counter while this standby watched epoch 5 and a
+ * token bound of 7000: it does not take the data set until the counter
+ * is back, asks with its least epoch, and its tokens continue above.
+ */
+START_TEST(test_epoch_lost)
+{
+	uint64_t	tok;
+	size_t		n;
+
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 5;
+	fake.claim_tokens = 7000;
+	fake.claim_addr = "10.0.0.1:7313";
+	start("sync", "yes", "500ms");
+	WAIT_FOR(nstandby == 1, WAIT_MS);
+
+	fake.claim_answer = CLAIM_EPOCH_LOST;
+	fake.claim_epoch = 0;
+	fake.claim_tokens = 0;
+	n = fake.nclaims;
+	WAIT_FOR(fake.nclaims >= n + 4, WAIT_MS);
+	ck_assert_uint_eq(fake.claims[fake.nclaims - 1].least_epoch, 5);
+	ck_assert_uint_eq(fake.nloads, 0);
+	ck_assert(log_has("below epoch 5 which this daemon has seen"));
+	ck_assert(log_has("redis-cli SET semd:epoch 5"));
+	/* Said once, then counted (log_repeat). */
+	ck_assert_uint_eq(log_count("below epoch 5"), 1);
+
+	/* An operator set the counter: the next claim is ours. */
+	fake.auto_ready = 1;
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 6;
+	WAIT_FOR(nloaded == 1, WAIT_MS);
+	WAIT_FOR(fake.ready, WAIT_MS);
+	ck_assert_int_eq(acquire("jobs", &tok), PERR_NONE);
+	ck_assert_uint_gt(tok, 7000);
+}
+END_TEST
+
+/* Our own key, from a claim whose answer we never saw: wait, no exit. */
+START_TEST(test_own_key_waits)
+{
+	fake.claim_answer = CLAIM_WAIT;
+	fake.claim_epoch = 3;
+	start("sync", "no", "500ms");
+	WAIT_FOR(fake.nclaims >= 4, WAIT_MS);
+	ck_assert_uint_eq(fake.nloads, 0);
+	ck_assert_uint_eq(nstandby, 0);
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 4;
+	WAIT_FOR(nloaded == 1, WAIT_MS);
+}
+END_TEST
+
+/*
+ * A standby's takeover load fails: its client connections go (hooks->lost
+ * clears the engine with them, no abort), it says why once and claims
+ * again after a backoff; once the key is repaired it takes over.
+ */
+START_TEST(test_load_fails)
+{
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 4;
+	fake.claim_addr = "10.0.0.1:7313";
+	start("sync", "yes", "500ms");
+	WAIT_FOR(nstandby == 1, WAIT_MS);
+
+	fake.load_fail = 1;
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 5;
+	WAIT_FOR(fake.nloads == 1, WAIT_MS);
+	ck_assert_uint_eq(nlost, 1);
+	ck_assert_uint_eq(nloaded, 0);
+	ck_assert_int_eq(persist_role(persist), ROLE_STANDBY);
+	WAIT_FOR(fake.nloads == 2, 1000 + WAIT_MS);
+	ck_assert_uint_ge(fake.claims[fake.nclaims - 1].at_ms,
+	    fake.claims[fake.nclaims - 2].at_ms + 1000 - EARLY_MS);
+	ck_assert_uint_eq(log_count("is not a hash"), 1);
+
+	fake.load_fail = 0;
+	fake.auto_ready = 1;
+	WAIT_FOR(nloaded == 1, 2000 + WAIT_MS);
+	ck_assert(log_has("back (after 'cannot load: key t:{jobs}:grants"));
+}
+END_TEST
+
+/*
+ * A semaphore whose own key was damaged keeps its grants and gets what
+ * they hold as its capacity; Redis is rewritten from memory.
+ */
+START_TEST(test_damaged_sem)
+{
+	struct sem	*s;
+
+	script_load_damaged("b");
+	script_load_lease("b", 40, 2, NULL, NULL);
+	script_load_lease("b", 41, 1, NULL, NULL);
+	fake.load_repair = 1;
+	fake.auto_ready = 1;
+	gain("sync", "3s");
+	s = engine_find(engine, "b", 1);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(s->capacity, 3);
+	ck_assert_uint_eq(s->used, 3);
+	ck_assert(log_has("semaphore b had a damaged key"));
+	WAIT_FOR(fake.nbatches >= 1, WAIT_MS);
+	ck_assert(batch_has(0, STORE_SEM_PUT, "b", 0));
+}
+END_TEST
+
+/*
+ * A batch refused by Redis was not written: "nothing was granted". One
+ * Redis did not answer may have been: its grant is undone all the same,
+ * the answer says the outcome is unknown, and its removal is written.
+ */
+START_TEST(test_outcomes)
+{
+	uint64_t	a, b;
+
+	gain("sync", "3s");
+	a = acquire_await("jobs", 21);
+	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
+	fake_fail("test: no answer");
+	ck_assert_uint_eq(nanswers, 1);
+	ck_assert_int_eq(answers[0].outcome, PERSIST_UNKNOWN);
+	ck_assert_ptr_null(engine_grant_by_token(engine, a));
+	fake_ready();
+	WAIT_FOR(fake.nbatches >= 2, WAIT_MS);
+	ck_assert(batch_has(1, STORE_GRANT_DEL, "jobs", a));
+	fake_ack(1);
+
+	b = acquire_await("jobs", 22);
+	WAIT_FOR(fake.nbatches >= 3, WAIT_MS);
+	fake_fence("10.0.0.9:7313");
+	ck_assert_uint_eq(nanswers, 1);	/* closed by lost: not answered */
+	(void)b;
+}
+END_TEST
+
 static Suite *
 persist_suite(int forking)
 {
@@ -1423,6 +1639,13 @@ persist_suite(int forking)
 	tcase_add_test(tc, test_outage_async);
 	tcase_add_test(tc, test_lost_data);
 	tcase_add_test(tc, test_shutdown_writes);
+	tcase_add_test(tc, test_late_ack);
+	tcase_add_test(tc, test_owner_check);
+	tcase_add_test(tc, test_epoch_lost);
+	tcase_add_test(tc, test_own_key_waits);
+	tcase_add_test(tc, test_load_fails);
+	tcase_add_test(tc, test_damaged_sem);
+	tcase_add_test(tc, test_outcomes);
 	suite_add_tcase(su, tc);
 
 	/* fatalx would end the runner itself without fork. */

@@ -18,28 +18,13 @@
 
 #include <uthash.h>
 
+#include "clock.h"
 #include "histo.h"
 #include "proto.h"
 
 struct engine;
 struct owner;
 struct waiter;
-
-/* Time and timers, injected. */
-struct engine_clock {
-	/* Milliseconds of a monotonic clock. */
-	uint64_t	 (*now_ms)(void *ctx);
-	/*
-	 * Arm a one-shot timer: fire(arg) runs once, delay_ms from now, from
-	 * the event loop (never from inside timer_add). Returns a handle for
-	 * timer_del. A fired handle is dead: the engine never deletes it.
-	 */
-	void		*(*timer_add)(void *ctx, uint64_t delay_ms,
-			    void (*fire)(void *arg), void *arg);
-	/* Cancel a timer that has not fired yet. */
-	void		 (*timer_del)(void *ctx, void *handle);
-	void		*ctx;
-};
 
 enum grant_kind {
 	GRANT_CONN,	/* bound to its connection (owner) */
@@ -174,7 +159,7 @@ struct engine_stats {
 };
 
 /* A new engine; max_sems bounds CREATE (0: no bound). Aborts on ENOMEM. */
-struct engine	*engine_new(const struct engine_clock *clock,
+struct engine	*engine_new(const struct clock *clock,
 		    engine_event_fn on_event, void *ctx, uint32_t max_sems);
 /* Change the bound on CREATE; semaphores over it stay (a reload). */
 void		 engine_set_max_sems(struct engine *e, uint32_t max_sems);

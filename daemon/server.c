@@ -329,7 +329,7 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 		.standby = server_standby_cb,
 		.lost = server_lost_cb,
 	};
-	struct engine_clock	 clock;
+	struct clock	 clock;
 
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;

@@ -135,7 +135,7 @@ timers_del(void *ctx, void *handle)
 }
 
 struct timers *
-timers_new(struct event_base *base, struct engine_clock *clock)
+timers_new(struct event_base *base, struct clock *clock)
 {
 	struct timers	*t = xcalloc(1, sizeof(*t));
 

@@ -71,7 +71,7 @@ fake_timer_del(void *ctx, void *handle)
 	free(t);
 }
 
-const struct engine_clock fake_clock = {
+const struct clock fake_clock = {
 	fake_now_ms, fake_timer_add, fake_timer_del, NULL
 };
 

@@ -12,7 +12,7 @@
 #include "engine.h"
 
 /* The clock to give engine_new(). */
-extern const struct engine_clock	 fake_clock;
+extern const struct clock	 fake_clock;
 /* Read-only for tests: the time now and the timers armed. */
 extern uint64_t				 fake_now;
 extern unsigned				 fake_ntimers;

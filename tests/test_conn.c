@@ -234,7 +234,7 @@ server_up(const char *first, ...)
 	enum config_action action;
 	const char	*w;
 	va_list		 ap;
-	struct engine_clock clock;
+	struct clock clock;
 
 	argv[argc++] = (char *)"semd";
 	va_start(ap, first);

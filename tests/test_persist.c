@@ -748,7 +748,7 @@ static void
 setup(void)
 {
 	const char		*dir = getenv("TMPDIR");
-	struct engine_clock	 clock;
+	struct clock	 clock;
 	int			 fd;
 
 	memset(&fake, 0, sizeof(fake));

@@ -28,27 +28,10 @@
  * backlog outgrew persistence-backlog, Redis is rewritten from memory:
  * semd's memory is the truth, Redis its copy.
  *
- * Ownership: before it loads, semd claims the data set (store.h). The
- * claim, and every acknowledged write or heartbeat after it, proves that
- * the owner key names us for owner-lease from the moment it was sent, so
- * we may act as owner until then, less a margin for clock-rate drift
- * (owner_until_ms, on our own monotonic clock). Past that moment another
- * daemon may take over, so we stop first: nothing more is granted, every
- * client connection is closed (their bound permits are then unowned in
- * Redis, and only the next owner's reclaim-grace, which starts after its
- * claim, can release them), memory is dropped, and we claim again: as a
- * standby, or with standby no only to resume the very epoch we held.
- * Regained or taken over, the data set is loaded as after a restart.
- * The timer at that moment can run late (a stopped process, a busy loop),
- * so the deadline is also checked before anything is answered or written
- * (persist_owner_check) and when an acknowledgement arrives: one that
- * comes after the deadline proves nothing and counts as not persisted.
- *
- * A daemon remembers the highest epoch and token bound it has seen in
- * Redis. It never claims a data set whose epoch counter went below that
- * (Redis lost its data: the owner, if alive, restores its claim and
- * rewrites Redis from memory), and its tokens continue above every bound
- * it saw, so tokens never repeat across a flush.
+ * Ownership (owner.c) decides whether this daemon may write at all: it
+ * claims the data set, calls back here to load it and to serve, and to
+ * drop everything pending when ownership is lost. persist forwards it the
+ * store's reports about ownership (claimed, renewed, fenced).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,17 +41,12 @@
 #include <uthash.h>
 
 #include "log.h"
+#include "owner.h"
 #include "persist.h"
 #include "store.h"
 #include "timers.h"
 
 #define TOKEN_BLOCK		1000
-#define PERSIST_RETRY_LOAD_MS	1000
-/* A standby claims this often at the most (owner-lease / 4 if less). */
-#define PERSIST_POLL_MAX_MS	500
-#define PERSIST_CLAIM_BACKOFF_MAX_MS 2000
-/* A load that fails is retried with backoff, up to this. */
-#define PERSIST_LOAD_BACKOFF_MAX_MS 30000
 
 enum persist_state {
 	PST_OFF,	/* persistence none */
@@ -79,6 +57,8 @@ enum persist_state {
 
 static const char *const state_names[] = { "off", "loading", "down", "ok" };
 static const char *const role_names[] = { "single", "owner", "standby" };
+static const struct ownership_hooks persist_own_hooks;
+static void	persist_free_damaged(struct persist *);
 
 struct dirty_sem {
 	char		 name[PROTO_NAME_MAX + 1];
@@ -122,22 +102,9 @@ struct persist {
 	const struct store_ops	*ops;
 	struct store		*store;
 	enum persist_state	 state;
-	enum persist_role	 role;
-	uint64_t		 epoch;		/* the owner's, as last seen */
-	char			 owner_addr[STORE_ADDR_MAX];
-	char			 advertise[STORE_ADDR_MAX];
-	uint64_t		 owner_until_ms; /* act as owner until then */
-	uint64_t		 held_epoch;	/* ours before we lost it */
-	uint64_t		 owned_seen_ms;	/* standby no: saw another owner */
-	uint64_t		 claim_backoff_ms; /* claims failing: the next try */
-	struct log_repeat	 claim_failure;
-	uint64_t		 load_backoff_ms; /* loads failing: the next try */
-	struct log_repeat	 load_failure;
-	struct log_repeat	 epoch_wait;	/* Redis lost its epoch counter */
-	uint64_t		 seen_epoch;	/* the highest seen in Redis */
-	uint64_t		 seen_tokens;	/* the highest token bound seen */
-	char			 subject[320];	/* "redis ADDRESS", for the log */
-	int			 listening;	/* the server listens */
+	const struct clock	*clock;
+	struct ownership	*own;		/* NULL: persistence none */
+	int			 listening;	/* persistence none: at once */
 
 	struct dirty_sem	*dirty_sems;
 	struct dirty_grant	*dirty_grants;
@@ -157,8 +124,6 @@ struct persist {
 	uint64_t		 tokens_sent;	/* ...or as in flight */
 
 	struct event		*flush_ev;
-	struct event		*claim_ev;	/* claim (and load) next */
-	struct event		*owner_ev;	/* at owner_until_ms */
 	const struct persist_hooks *hooks;
 	void			*arg;
 
@@ -254,7 +219,7 @@ flight_push(struct persist *p)
 {
 	struct flight	*f = xcalloc(1, sizeof(*f));
 
-	f->sent_ms = timers_now_ms();
+	f->sent_ms = clock_now(p->clock);
 	*p->flights_tail = f;
 	p->flights_tail = &f->next;
 	p->nflights++;
@@ -592,7 +557,7 @@ persist_batch_done(void *ctx, enum store_outcome outcome)
 	dirty_clear(&f->sems, &f->grants);
 	p->tokens_acked = f->tokens;
 	p->batches++;
-	histo_observe(&p->batch_ms, timers_now_ms() - f->sent_ms);
+	histo_observe(&p->batch_ms, clock_now(p->clock) - f->sent_ms);
 	persist_answer_all(p, &f->awaits, PERSIST_OK);
 	free(f);
 	persist_schedule(p);
@@ -629,10 +594,8 @@ persist_ready(void *ctx, uint64_t tokens, char **names, size_t nnames)
 	p->state = PST_UP;
 	if (p->cfg->persistence == PERSIST_SYNC)
 		engine_hold_grants(p->engine, 0);
-	if (!p->listening) {
-		p->listening = 1;
+	if (ownership_start_listening(p->own))
 		p->hooks->ready(p->arg);
-	}
 	persist_schedule(p);
 }
 
@@ -663,72 +626,7 @@ persist_repaired(void *ctx, char **keys, size_t nkeys)
 	persist_schedule(p);
 }
 
-/* --- ownership --- */
-
-/* How long before the owner key can expire we stop acting as owner. */
-static uint64_t
-persist_owner_margin_ms(struct persist *p)
-{
-	uint64_t	lease = (uint64_t)p->cfg->owner_lease_ms;
-
-	return (lease / 10 > 50 ? lease / 10 : 50);
-}
-
-static uint64_t
-persist_poll_ms(struct persist *p)
-{
-	uint64_t	ms = (uint64_t)p->cfg->owner_lease_ms / 4;
-
-	return (ms < PERSIST_POLL_MAX_MS ? ms : PERSIST_POLL_MAX_MS);
-}
-
-static void
-persist_claim_in(struct persist *p, uint64_t ms)
-{
-	struct timeval	tv = { (time_t)(ms / 1000),
-			    (suseconds_t)(ms % 1000) * 1000 };
-
-	evtimer_add(p->claim_ev, &tv);
-}
-
-static void
-persist_arm_owner(struct persist *p)
-{
-	uint64_t	now = timers_now_ms(), ms;
-	struct timeval	tv;
-
-	ms = p->owner_until_ms > now ? p->owner_until_ms - now : 0;
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(p->owner_ev, &tv);
-}
-
-/* What the owner key proved: we own the data set until then. */
-static void
-persist_extend(struct persist *p, uint64_t sent_ms)
-{
-	uint64_t	until = sent_ms + (uint64_t)p->cfg->owner_lease_ms -
-			    persist_owner_margin_ms(p);
-
-	if (until <= p->owner_until_ms)
-		return;
-	p->owner_until_ms = until;
-	persist_arm_owner(p);
-}
-
-/*
- * A fenced request was acknowledged. If our deadline passed before it
- * arrived, we may already have been replaced, whatever it says: give up
- * (persist_owner_check) instead of extending.
- */
-static void
-persist_renewed(void *ctx, uint64_t sent_ms)
-{
-	struct persist	*p = ctx;
-
-	if (p->role == ROLE_OWNER && persist_owner_check(p))
-		persist_extend(p, sent_ms);
-}
+/* --- ownership (owner.c): its reports, and what it asks of us --- */
 
 static void
 persist_drop_pending(struct persist *p)
@@ -749,76 +647,74 @@ persist_drop_pending(struct persist *p)
 	p->resync = 0;
 }
 
-/*
- * Stop acting as owner, at once: grant nothing, close every client
- * connection, forget memory, and claim again (as a standby, or with
- * standby no only to resume our own epoch). The first claim waits one
- * owner-lease: our key expires by then, and a standby, which claims every
- * poll, takes over first; a claim whose answer is lost (one-way
- * partition) would only delay it by a lease, never extend ours.
- */
-static void
-persist_lose(struct persist *p, const char *why)
-{
-	if (p->role != ROLE_OWNER && p->state == PST_LOADING)
-		return;		/* not acting as owner: nothing to stop */
-	log_warnx("lost ownership of %s (epoch %llu): %s; closing every "
-	    "client connection and %s", p->ops->dataset(p->store),
-	    (unsigned long long)p->epoch, why, p->cfg->standby ?
-	    "serving as a standby" : "trying to resume this epoch");
-	evtimer_del(p->owner_ev);
-	engine_hold_grants(p->engine, 1);
-	p->ops->disconnect(p->store);
-	persist_drop_pending(p);
-	p->held_epoch = p->epoch;
-	p->owner_until_ms = 0;
-	p->role = ROLE_STANDBY;
-	p->state = PST_LOADING;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "-");
-	snprintf(p->last_error, sizeof(p->last_error), "%s", why);
-	p->failures++;
-	p->hooks->lost(p->arg);
-	persist_claim_in(p, (uint64_t)p->cfg->owner_lease_ms);
-}
-
 int
 persist_owner_check(struct persist *p)
 {
-	char	why[128];
+	return (p->own == NULL || ownership_check(p->own));
+}
 
-	if (p->role != ROLE_OWNER || p->state == PST_LOADING ||
-	    timers_now_ms() < p->owner_until_ms)
-		return (1);
-	snprintf(why, sizeof(why), "could not renew it within owner-lease "
-	    "(%lld ms)", (long long)p->cfg->owner_lease_ms);
-	persist_lose(p, why);
-	return (0);
+static void
+persist_renewed(void *ctx, uint64_t sent_ms)
+{
+	struct persist	*p = ctx;
+
+	ownership_renewed(p->own, sent_ms);
 }
 
 static void
 persist_fenced(void *ctx, const char *owner)
 {
 	struct persist	*p = ctx;
-	char		 why[STORE_ADDR_MAX + 64];
 
-	snprintf(why, sizeof(why), "another daemon owns it (owner key: %s)",
-	    owner);
-	persist_lose(p, why);
+	ownership_fenced(p->own, owner);
 }
 
-/* owner_ev: the last proof of ownership ran out. */
 static void
-persist_owner_cb(evutil_socket_t fd, short what, void *arg)
+persist_claimed(void *ctx, const struct store_owner *own, const char *err)
+{
+	struct persist	*p = ctx;
+
+	ownership_claimed(p->own, own, err);
+}
+
+/* Ownership is lost: grant nothing, write nothing, forget what waits. */
+static void
+persist_own_drop(void *arg)
 {
 	struct persist	*p = arg;
 
-	(void)fd;
-	(void)what;
-	if (persist_owner_check(p) && p->role == ROLE_OWNER)
-		persist_arm_owner(p);	/* extended meanwhile */
+	engine_hold_grants(p->engine, 1);
+	p->ops->disconnect(p->store);
+	persist_drop_pending(p);
+	p->state = PST_LOADING;
 }
 
-/* --- start-up, takeover --- */
+static void
+persist_own_standby(void *arg)
+{
+	struct persist	*p = arg;
+
+	p->hooks->standby(p->arg);
+}
+
+static void
+persist_own_lost(void *arg)
+{
+	struct persist	*p = arg;
+
+	persist_free_damaged(p);
+	p->hooks->lost(p->arg);
+}
+
+/* Loaded and the owner now: the config's semaphores, then the writes. */
+static void
+persist_own_serve(void *arg)
+{
+	struct persist	*p = arg;
+
+	p->hooks->loaded(p->arg);
+	p->ops->connect(p->store);
+}
 
 static void
 persist_load_sem(void *ctx, const char *name, uint32_t capacity, int damaged)
@@ -911,228 +807,50 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 }
 
 /*
- * The load failed: drop what was read, close the connections a standby
- * has (the engine is cleared with them), say why (once, then how often),
- * and claim again after a backoff that grows to 30 s.
- */
-static void
-persist_load_failed(struct persist *p, const char *err)
-{
-	uint64_t	retry = p->load_backoff_ms * 2;
-
-	if (retry == 0)
-		retry = PERSIST_RETRY_LOAD_MS;
-	if (retry > PERSIST_LOAD_BACKOFF_MAX_MS)
-		retry = PERSIST_LOAD_BACKOFF_MAX_MS;
-	p->load_backoff_ms = retry;
-	snprintf(p->last_error, sizeof(p->last_error), "cannot load: %.400s",
-	    err);
-	log_repeat(&p->load_failure, p->subject, p->last_error);
-	persist_free_damaged(p);
-	if (p->listening)
-		p->hooks->lost(p->arg);
-	else
-		engine_clear(p->engine);
-	persist_claim_in(p, retry);
-}
-
-/*
- * The data set is ours: load it as after a restart, then connect. how:
- * "owner of" at start-up, "took over" or "resumed" after a standby time.
+ * The data set is ours (ownership_hooks.load): read it into the engine,
+ * with tokens above every bound ownership saw.
  */
 static int
-persist_load(struct persist *p, const char *how)
+persist_own_load(void *arg, const char *how, uint64_t *tokens, char *err,
+    size_t errlen)
 {
 	static const struct store_loader loader = {
 		persist_load_sem, persist_load_grant
 	};
-	uint64_t	 t0 = timers_now_ms(), tokens = p->seen_tokens;
-	char		 err[300];
+	struct persist	*p = arg;
+	uint64_t	 t0 = clock_now(p->clock);
 	int		 repair = 0;
 
 	p->load_sems = p->load_grants = p->load_unowned = 0;
-	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, &tokens, &repair,
-	    err, sizeof(err)) != 0) {
-		persist_load_failed(p, err);
+	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, tokens, &repair,
+	    err, errlen) != 0)
 		return (-1);
-	}
-	p->load_backoff_ms = 0;
-	log_repeat_end(&p->load_failure, p->subject);
 	persist_fix_damaged(p);
-	engine_raise_token_floor(p->engine, tokens);
-	p->tokens_acked = p->tokens_sent = tokens + TOKEN_BLOCK;
-	if (p->tokens_acked > p->seen_tokens)
-		p->seen_tokens = p->tokens_acked;
+	engine_raise_token_floor(p->engine, *tokens);
+	p->tokens_acked = p->tokens_sent = *tokens + TOKEN_BLOCK;
+	*tokens = p->tokens_acked;
 	log_info("%s %s with epoch %llu: loaded %u semaphores, %u grants "
 	    "(%u unowned) in %llu ms", how,
-	    p->ops->dataset(p->store), (unsigned long long)p->epoch,
-	    p->load_sems, p->load_grants, p->load_unowned,
-	    (unsigned long long)(timers_now_ms() - t0));
+	    p->ops->dataset(p->store), (unsigned long long)ownership_epoch(
+	    p->own), p->load_sems, p->load_grants, p->load_unowned,
+	    (unsigned long long)(clock_now(p->clock) - t0));
 	p->last_error[0] = '\0';
-	p->role = ROLE_OWNER;
 	p->state = PST_DOWN;
 	if (repair) {
 		log_warnx("redis %s: damaged keys found; rewriting them from "
 		    "memory", p->ops->address(p->store));
 		p->resync = 1;
 	}
-	p->hooks->loaded(p->arg);
-	p->ops->connect(p->store);
 	return (0);
 }
 
-/* Someone else owns the data set: wait as a standby, or exit. */
-static void
-persist_not_owner(struct persist *p, const struct store_owner *own)
-{
-	const char	*dataset = p->ops->dataset(p->store);
-
-	if (own->superseded)
-		fatalx("%s was taken over (epoch %llu) since this daemon lost "
-		    "it; exiting (standby no)", dataset,
-		    (unsigned long long)own->epoch);
-	if (!p->cfg->standby) {
-		/*
-		 * The key may be a crashed predecessor's (kill -9, then a
-		 * restart): only a key still held after a whole lease belongs
-		 * to a live owner.
-		 */
-		if (p->owned_seen_ms == 0) {
-			p->owned_seen_ms = timers_now_ms();
-			log_info("%s is owned by %s (epoch %llu); waiting up to "
-			    "owner-lease (%lld ms) to see whether that owner is "
-			    "alive", dataset, own->addr,
-			    (unsigned long long)own->epoch,
-			    (long long)p->cfg->owner_lease_ms);
-		}
-		if (timers_now_ms() - p->owned_seen_ms <=
-		    (uint64_t)p->cfg->owner_lease_ms + persist_poll_ms(p)) {
-			persist_claim_in(p, persist_poll_ms(p));
-			return;
-		}
-		fatalx("%s is owned by %s (epoch %llu); exiting: a second "
-		    "owner could over-grant (set \"standby yes\" to wait as "
-		    "its standby)", dataset, own->addr,
-		    (unsigned long long)own->epoch);
-	}
-	p->epoch = own->epoch;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", own->addr);
-	p->role = ROLE_STANDBY;
-	if (!p->listening) {
-		p->listening = 1;
-		p->hooks->standby(p->arg);
-	}
-	persist_claim_in(p, persist_poll_ms(p));
-}
-
-/*
- * Redis's epoch counter went below what we saw: it lost its data. Wait
- * (claiming every poll) for the owner to restore its claim, or for an
- * operator to set the counter; say so once, then how often.
- */
-static void
-persist_epoch_lost(struct persist *p, const struct store_owner *own)
-{
-	char	msg[600];
-
-	snprintf(msg, sizeof(msg), "its epoch counter %sepoch is %llu, below "
-	    "epoch %llu which this daemon has seen: Redis lost its data. Not "
-	    "claiming it (tokens and epochs would start again); waiting for "
-	    "the owner to restore its claim, or, if no owner is left, for an "
-	    "operator to run: redis-cli SET %sepoch %llu (and SET %stokens "
-	    "%llu if that is higher than what it holds)",
-	    p->cfg->redis_prefix, (unsigned long long)own->epoch,
-	    (unsigned long long)p->seen_epoch, p->cfg->redis_prefix,
-	    (unsigned long long)p->seen_epoch, p->cfg->redis_prefix,
-	    (unsigned long long)p->seen_tokens);
-	snprintf(p->last_error, sizeof(p->last_error), "%.500s", msg);
-	log_repeat(&p->epoch_wait, p->subject, msg);
-	persist_claim_in(p, persist_poll_ms(p));
-}
-
-/* claim_ev: claim the data set; persist_claimed() follows. */
-static void
-persist_claim_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct persist	*p = arg;
-
-	(void)fd;
-	(void)what;
-	p->ops->claim(p->store, p->advertise, p->held_epoch,
-	    !p->cfg->standby && p->held_epoch != 0, p->seen_epoch);
-}
-
-/* A claim failed to run: back off and say it once, then how often. */
-static void
-persist_claim_failed(struct persist *p, const char *err)
-{
-	uint64_t	retry_ms;
-
-	/*
-	 * Redis is unreachable or refuses: back off from the poll (a standby)
-	 * or 1 s (starting up) to at most 2 s.
-	 */
-	retry_ms = p->claim_backoff_ms * 2;
-	if (retry_ms == 0)
-		retry_ms = p->listening ? persist_poll_ms(p) :
-		    PERSIST_RETRY_LOAD_MS;
-	if (retry_ms > PERSIST_CLAIM_BACKOFF_MAX_MS)
-		retry_ms = PERSIST_CLAIM_BACKOFF_MAX_MS;
-	p->claim_backoff_ms = retry_ms;
-	snprintf(p->last_error, sizeof(p->last_error), "cannot load: %.200s",
-	    err);
-	log_repeat(&p->claim_failure, p->subject, p->last_error);
-	persist_claim_in(p, retry_ms);
-}
-
-/* A claim's outcome: load the data set when it is ours. */
-static void
-persist_claimed(void *ctx, const struct store_owner *own, const char *err)
-{
-	struct persist	*p = ctx;
-	const char	*how;
-
-	if (own == NULL) {
-		persist_claim_failed(p, err);
-		return;
-	}
-	p->claim_backoff_ms = 0;
-	log_repeat_end(&p->claim_failure, p->subject);
-	if (own->tokens > p->seen_tokens)
-		p->seen_tokens = own->tokens;
-	if (own->epoch_lost) {
-		persist_epoch_lost(p, own);
-		return;
-	}
-	log_repeat_end(&p->epoch_wait, p->subject);
-	if (own->epoch > p->seen_epoch)
-		p->seen_epoch = own->epoch;
-	if (own->wait) {
-		/* Our own key, from a claim we saw no answer to: it expires. */
-		persist_claim_in(p, persist_poll_ms(p));
-		return;
-	}
-	if (own->ours)
-		p->owned_seen_ms = 0;	/* the next owner is watched anew */
-	if (!own->ours) {
-		persist_not_owner(p, own);
-		return;
-	}
-	how = !p->listening ? "owner of" : own->epoch == p->held_epoch ?
-	    "resumed" : "took over";
-	p->epoch = own->epoch;
-	p->held_epoch = own->epoch;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", p->advertise);
-	persist_extend(p, own->sent_ms);
-	if (timers_now_ms() >= p->owner_until_ms) {
-		/* Answered too late to act on: let the key expire. */
-		p->owner_until_ms = 0;
-		evtimer_del(p->owner_ev);
-		persist_claim_in(p, persist_poll_ms(p));
-		return;
-	}
-	persist_load(p, how);
-}
+static const struct ownership_hooks persist_own_hooks = {
+	.load = persist_own_load,
+	.serve = persist_own_serve,
+	.drop = persist_own_drop,
+	.standby = persist_own_standby,
+	.lost = persist_own_lost,
+};
 
 void
 persist_start(struct persist *p, const struct persist_hooks *hooks,
@@ -1149,22 +867,22 @@ persist_start(struct persist *p, const struct persist_hooks *hooks,
 	/* Grants wait for the store: nothing is served before ready(). */
 	if (p->cfg->persistence == PERSIST_SYNC)
 		engine_hold_grants(p->engine, 1);
-	persist_claim_in(p, 0);
+	ownership_start(p->own);
 }
 
 void
 persist_set_advertise(struct persist *p, const char *addr)
 {
-	snprintf(p->advertise, sizeof(p->advertise), "%s", addr);
-	if (p->role == ROLE_OWNER)
-		snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", addr);
+	if (p->own != NULL)
+		ownership_set_advertise(p->own, addr);
 	if (p->store != NULL)
 		p->ops->advertise(p->store, addr);
 }
 
 struct persist *
-persist_new(struct config *cfg, struct event_base *base, struct engine *e,
-    const struct store_ops *ops, persist_answer_fn answer, void *ctx)
+persist_new(struct config *cfg, struct event_base *base,
+    const struct clock *clock, struct engine *e, const struct store_ops *ops,
+    persist_answer_fn answer, void *ctx)
 {
 	static const struct store_events events = {
 		.ready = persist_ready,
@@ -1180,6 +898,7 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 
 	p->cfg = cfg;
 	p->base = base;
+	p->clock = clock;
 	p->engine = e;
 	p->ops = ops;
 	p->awaits_tail = &p->awaits;
@@ -1188,21 +907,15 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 	p->answer = answer;
 	p->ctx = ctx;
 	p->state = PST_OFF;
-	p->role = ROLE_SINGLE;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "-");
-	snprintf(p->advertise, sizeof(p->advertise), "-");
 	if (cfg->persistence == PERSIST_NONE)
 		return (p);
 	/* Not serving until the claim says whose the data set is. */
-	p->role = ROLE_STANDBY;
 	p->state = PST_LOADING;
 	p->store = ops->create(cfg, base, &events, p);
-	snprintf(p->subject, sizeof(p->subject), "redis %s",
-	    ops->address(p->store));
+	p->own = ownership_new(cfg, clock, ops, p->store, &persist_own_hooks,
+	    p, p->last_error, sizeof(p->last_error));
 	p->flush_ev = event_new(base, -1, 0, persist_flush_cb, p);
-	p->claim_ev = evtimer_new(base, persist_claim_cb, p);
-	p->owner_ev = evtimer_new(base, persist_owner_cb, p);
-	if (p->flush_ev == NULL || p->claim_ev == NULL || p->owner_ev == NULL)
+	if (p->flush_ev == NULL)
 		fatalx("cannot set up persistence events");
 	return (p);
 }
@@ -1213,8 +926,7 @@ persist_free(struct persist *p)
 	struct batch	 b = { NULL, 0, 0 };
 	struct flight	*f, last = { 0 };
 
-	if (p->store != NULL && p->role == ROLE_OWNER &&
-	    p->state != PST_LOADING) {
+	if (p->own != NULL && ownership_state(p->own) == OWN_OWNER) {
 		/* Last words: what the event loop had no turn left to send. */
 		while ((f = flight_pop(p)) != NULL) {
 			dirty_merge_flight(p, f);
@@ -1230,39 +942,39 @@ persist_free(struct persist *p)
 		if (p->ops->write_blocking(p->store, b.ch, b.n) == 0)
 			log_info("redis %s: %zu final changes written; gave up "
 			    "ownership (epoch %llu)", p->ops->address(p->store),
-			    b.n - 1, (unsigned long long)p->epoch);
+			    b.n - 1, (unsigned long long)ownership_epoch(p->own));
 		free(b.ch);
 		dirty_clear(&last.sems, &last.grants);	/* b pointed in */
 	}
 	persist_drop_pending(p);
 	persist_free_damaged(p);
+	ownership_free(p->own);
 	if (p->store != NULL)
 		p->ops->destroy(p->store);
 	if (p->flush_ev != NULL)
 		event_free(p->flush_ev);
-	if (p->claim_ev != NULL)
-		event_free(p->claim_ev);
-	if (p->owner_ev != NULL)
-		event_free(p->owner_ev);
 	free(p);
 }
 
 enum persist_role
 persist_role(struct persist *p)
 {
-	return (p->role);
+	if (p->own == NULL)
+		return (ROLE_SINGLE);
+	return (ownership_state(p->own) == OWN_OWNER ? ROLE_OWNER :
+	    ROLE_STANDBY);
 }
 
 void
 persist_get_stats(struct persist *p, struct persist_stats *st)
 {
-	struct flight	*f;
+	struct flight		*f;
+	enum persist_role	 role = persist_role(p);
 
-	st->role = role_names[p->role];
-	st->epoch = p->epoch;
-	st->owner = p->owner_addr;
-	st->state = p->role == ROLE_STANDBY ? "standby" :
-	    state_names[p->state];
+	st->role = role_names[role];
+	st->epoch = p->own != NULL ? ownership_epoch(p->own) : 0;
+	st->owner = p->own != NULL ? ownership_owner_addr(p->own) : "-";
+	st->state = role == ROLE_STANDBY ? "standby" : state_names[p->state];
 	st->mode = config_persist_mode_name((enum persist_mode)
 	    p->cfg->persistence);
 	st->backlog = persist_backlog(p);
@@ -1270,7 +982,8 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	for (f = p->flights; f != NULL; f = f->next)
 		st->resync |= f->resync;
 	st->batches = p->batches;
-	st->failures = p->failures;
+	st->failures = p->failures + (p->own != NULL ?
+	    ownership_failures(p->own) : 0);
 	st->batch_ms = &p->batch_ms;
 	st->last_error = p->last_error;
 	st->durability = p->store != NULL ? p->ops->durability(p->store) :

@@ -10,9 +10,10 @@
  * is undone and answered ERR UNAVAILABLE, and while the store is down the
  * engine holds every grant.
  *
- * With persistence on, persist also keeps this daemon's ownership of the
- * data set (README "Ownership and standby"): it claims it before loading,
- * takes over as a standby, and gives it up at once when it cannot prove it.
+ * With persistence on, persist keeps this daemon's ownership of the data
+ * set (README "Ownership and standby") in owner.c, whose hooks it serves:
+ * load the data set when it is ours, drop everything pending when it is
+ * lost. Time comes from the injected clock (clock.h).
  *
  * persist knows neither sockets nor Redis: replies go out through the
  * answer callback, keyed by connection id, and writes through store.h.
@@ -92,8 +93,9 @@ struct store_ops;
 
 /* Persistence on ops's store (store_redis_ops; a fake in the tests). */
 struct persist	*persist_new(struct config *cfg, struct event_base *base,
-		    struct engine *e, const struct store_ops *ops,
-		    persist_answer_fn answer, void *ctx);
+		    const struct clock *clock, struct engine *e,
+		    const struct store_ops *ops, persist_answer_fn answer,
+		    void *ctx);
 /*
  * Write what is still pending (blocking, bounded by redis-timeout) and
  * free everything. Call before the connections are torn down: from here on

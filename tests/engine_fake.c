@@ -127,6 +127,12 @@ fake_advance(uint64_t ms)
 	fake_now = until_ms;
 }
 
+void
+fake_jump(uint64_t ms)
+{
+	fake_now += ms;
+}
+
 const char *
 fake_check_sem(const struct sem *s)
 {

@@ -233,8 +233,8 @@ server_up(const char *first, ...)
 	int		 argc = 0;
 	enum config_action action;
 	const char	*w;
+	uint64_t	 end;
 	va_list		 ap;
-	struct clock clock;
 
 	argv[argc++] = (char *)"semd";
 	va_start(ap, first);
@@ -249,14 +249,20 @@ server_up(const char *first, ...)
 	srv.cfg = &cfg;
 	srv.base = base;
 	srv.start_ms = timers_now_ms();
-	srv.timers = timers_new(base, &clock);
-	srv.engine = engine_new(&clock, engine_event, &srv, 0);
-	srv.persist = persist_new(&cfg, base, srv.engine, &fake_ops,
+	srv.timers = timers_new(base, &srv.clock);
+	srv.engine = engine_new(&srv.clock, engine_event, &srv, 0);
+	srv.persist = persist_new(&cfg, base, &srv.clock, srv.engine, &fake_ops,
 	    cmd_persisted, &srv);
 	persist_start(srv.persist, &hooks, &srv);
 	conn_service_start(&srv);
-	/* Let the claim and the fake store's ready happen, and acknowledge
-	 * the start-up batch (the config's semaphores). */
+	/* Let the claim (a timer, due at once) and the fake store's ready
+	 * happen, and acknowledge the start-up batch (the config's
+	 * semaphores). */
+	end = timers_now_ms() + 2000;
+	do
+		event_base_loop(base, EVLOOP_ONCE);
+	while (persist_role(srv.persist) == ROLE_STANDBY &&
+	    timers_now_ms() < end);
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	if (fake.in_flight) {
 		fake_ack();

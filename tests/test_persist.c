@@ -9,10 +9,12 @@
  * records every claim and every batch submitted, and the test answers
  * the batches as Redis would (fake_ack, fake_fail, fake_fence, renewed).
  *
- * Time is real: persist arms libevent timers and reads CLOCK_MONOTONIC,
- * so the tests run a real event loop (run_ms, WAIT_FOR) with a short
- * owner-lease. Timing is asserted only where it is the point (when an
- * owner gives up), with slack on the side the machine can be late.
+ * Time is the fake clock of engine_fake.h, given to the engine, to
+ * persist and to ownership: run_ms and WAIT_FOR move it by hand, a
+ * millisecond at a time, and run the event loop without blocking between
+ * steps for what persist and the fake store schedule "at once". Nothing
+ * waits for real time, so timing is asserted exactly where it is the
+ * point (when an owner gives up), and the suite runs in milliseconds.
  *
  * The tests of fatalx (exit status 1) are Check exit tests, run in fork
  * mode only. A failed assertion ends a forked test with _exit(1) too (as
@@ -32,10 +34,10 @@
 
 #include "config.h"
 #include "engine.h"
+#include "engine_fake.h"
 #include "log.h"
 #include "persist.h"
 #include "store.h"
-#include "timers.h"
 
 #define ADDR		"127.0.0.1:7400"	/* what this daemon advertises */
 #define MAX_CLAIMS	256
@@ -231,7 +233,7 @@ fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);
 	c->resume_epoch = resume_epoch;
 	c->resume_only = resume_only;
-	c->at_ms = timers_now_ms();
+	c->at_ms = fake_now;
 	c->answer = fake.claim_answer;
 	c->epoch = fake.claim_epoch;
 	c->owner = fake.claim_addr;
@@ -302,7 +304,7 @@ fake_record(const struct store_change *ch, size_t n)
 			b->ch[i].holder_addr = strdup(ch[i].holder_addr);
 	}
 	b->n = n;
-	b->sent_ms = timers_now_ms();
+	b->sent_ms = fake_now;
 }
 
 static int
@@ -529,7 +531,6 @@ struct answer {
 };
 
 static struct event_base	*base;
-static struct timers		*timers;
 static struct engine		*engine;
 static struct persist		*persist;
 static struct owner		*client;	/* one connection's party */
@@ -598,7 +599,7 @@ hook_lost(void *arg)
 
 	(void)arg;
 	nlost++;
-	lost_at_ms = timers_now_ms();
+	lost_at_ms = fake_now;
 	persist_get_stats(persist, &st);
 	snprintf(lost_role, sizeof(lost_role), "%s", st.role);
 	snprintf(lost_error, sizeof(lost_error), "%s", st.last_error);
@@ -614,33 +615,44 @@ static const struct persist_hooks hooks = {
 	.lost = hook_lost,
 };
 
-/* Run the event loop for ms. */
+/* Run what is due now: the loop, without blocking, until it is idle. */
+static void
+run_now(void)
+{
+	int	i;
+
+	for (i = 0; i < 4; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+/* Move the fake clock ms forward, a millisecond at a time. */
 static void
 run_ms(uint64_t ms)
 {
-	struct timeval	tv = { (time_t)(ms / 1000),
-			    (suseconds_t)(ms % 1000) * 1000 };
+	uint64_t	end = fake_now + ms;
 
-	event_base_loopexit(base, &tv);
-	event_base_dispatch(base);
+	run_now();
+	while (fake_now < end) {
+		fake_advance(1);
+		run_now();
+	}
 }
 
-/* Run the loop until cond holds, failing after ms. */
+/* Run until cond holds, failing after ms of fake time. */
 #define WAIT_FOR(cond, ms) do {						\
-	uint64_t _end = timers_now_ms() + (ms);				\
-	while (!(cond) && timers_now_ms() < _end)			\
-		run_ms(2);						\
+	uint64_t _end = fake_now + (ms);				\
+	run_now();							\
+	while (!(cond) && fake_now < _end)				\
+		run_ms(1);						\
 	ck_assert_msg((cond), "timed out waiting for %s", #cond);	\
 } while (0)
 
-/* Run the loop until the monotonic clock reaches at_ms. */
+/* Run until the fake clock reaches at_ms. */
 static void
 run_until_ms(uint64_t at_ms)
 {
-	uint64_t	now;
-
-	while ((now = timers_now_ms()) < at_ms)
-		run_ms(at_ms - now);
+	if (fake_now < at_ms)
+		run_ms(at_ms - fake_now);
 }
 
 static int
@@ -725,7 +737,8 @@ start(const char *mode, const char *standby, const char *lease)
 	ck_assert_msg(config_load(&cfg, sizeof(argv) / sizeof(argv[0]), argv,
 	    &action, err, sizeof(err)) == 0, "%s", err);
 	cfg_loaded = 1;
-	persist = persist_new(&cfg, base, engine, &fake_ops, on_answer, NULL);
+	persist = persist_new(&cfg, base, &fake_clock, engine, &fake_ops,
+	    on_answer, NULL);
 	ck_assert_uint_eq(fake.ncreates, 1);
 	persist_set_advertise(persist, ADDR);
 	persist_start(persist, &hooks, NULL);
@@ -748,7 +761,6 @@ static void
 setup(void)
 {
 	const char		*dir = getenv("TMPDIR");
-	struct clock	 clock;
 	int			 fd;
 
 	memset(&fake, 0, sizeof(fake));
@@ -768,8 +780,8 @@ setup(void)
 
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
-	timers = timers_new(base, &clock);
-	engine = engine_new(&clock, on_engine_event, NULL, 0);
+	fake_reset(1000000);
+	engine = engine_new(&fake_clock, on_engine_event, NULL, 0);
 	client = engine_owner_new(engine, 1);
 }
 
@@ -784,7 +796,7 @@ teardown(void)
 	fake_free_batches();
 	engine_owner_free(engine, client);
 	engine_free(engine);
-	timers_free(timers);
+	fake_reset(0);
 	event_base_free(base);
 	if (cfg_loaded)
 		config_free(&cfg);
@@ -807,7 +819,7 @@ exit_guard(int status, void *arg)
 	(void)arg;
 	if (status == 1 && log_has(exit_expect) &&
 	    nlost == exit_expect_lost && nloaded == exit_expect_loaded &&
-	    nstandby == 0 && timers_now_ms() >= early_ms)
+	    nstandby == 0 && fake_now >= early_ms)
 		_exit(EXIT_FATALX);
 	fprintf(stderr, "exit(%d) without \"%s\" in the log, or lost %u, "
 	    "loaded %u, standby %u, or before %llu ms\n", status, exit_expect,
@@ -941,10 +953,10 @@ START_TEST(test_renewed)
 	t0 = fake.claims[0].at_ms;
 	for (i = 0; i < 15; i++) {
 		run_ms(100);
-		fake.ev->renewed(fake.ctx, timers_now_ms());
+		fake.ev->renewed(fake.ctx, fake_now);
 		ck_assert_uint_eq(nlost, 0);
 	}
-	ck_assert_uint_ge(timers_now_ms(), t0 + 3 * 500);
+	ck_assert_uint_ge(fake_now, t0 + 3 * 500);
 	stats(&st);
 	ck_assert_str_eq(st.role, "owner");
 	ck_assert_str_eq(st.state, "ok");
@@ -1071,7 +1083,7 @@ START_TEST(test_regained)
 	ck_assert_ptr_nonnull(g);
 	ck_assert_str_eq(g->holder_name, "worker-1");
 	ck_assert_str_eq(g->holder_addr, "10.1.1.1:5000");
-	fake.ev->renewed(fake.ctx, timers_now_ms());
+	fake.ev->renewed(fake.ctx, fake_now);
 
 	stats(&st);
 	ck_assert_str_eq(st.role, "owner");
@@ -1263,7 +1275,7 @@ START_TEST(test_standby)
 	fake.claim_answer = CLAIM_OURS;
 	fake.claim_epoch = 5;
 	WAIT_FOR(nloaded == 1, WAIT_MS);
-	fake.ev->renewed(fake.ctx, timers_now_ms());
+	fake.ev->renewed(fake.ctx, fake_now);
 	stats(&st);
 	ck_assert_str_eq(st.role, "owner");
 	ck_assert_uint_eq(st.epoch, 5);
@@ -1445,9 +1457,8 @@ START_TEST(test_late_ack)
 	t0 = fake.claims[0].at_ms;
 	(void)acquire_await("jobs", 21);
 	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
-	/* Stopped: no loop turn, so owner_ev cannot fire. */
-	while (timers_now_ms() < t0 + lease)
-		usleep(10000);
+	/* Stopped: no loop turn, so the deadline's timer cannot fire. */
+	fake_jump(t0 + lease - fake_now);
 	ck_assert_uint_eq(nlost, 0);
 	fake_ack(1);
 	ck_assert_uint_eq(nlost, 1);
@@ -1468,8 +1479,7 @@ START_TEST(test_owner_check)
 	t0 = fake.claims[0].at_ms;
 	ck_assert_int_eq(persist_owner_check(persist), 1);
 	ck_assert_uint_eq(nlost, 0);
-	while (timers_now_ms() < t0 + lease - margin)
-		usleep(10000);
+	fake_jump(t0 + lease - margin - fake_now);
 	ck_assert_int_eq(persist_owner_check(persist), 0);
 	ck_assert_uint_eq(nlost, 1);
 	/* A standby answers as a standby: nothing to give up. */

@@ -453,9 +453,15 @@ engine_delete(struct engine *e, struct sem *s)
 }
 
 struct sem *
-engine_sems(struct engine *e)
+engine_sem_first(struct engine *e)
 {
 	return (e->sems);
+}
+
+struct sem *
+engine_sem_next(const struct sem *s)
+{
+	return (s->hh.next);
 }
 
 struct owner *

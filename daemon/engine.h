@@ -186,8 +186,12 @@ void		 engine_resize(struct engine *e, struct sem *s, uint32_t capacity);
 /* DELETE: PERR_NONE or BUSY (holders or waiters). Frees s. */
 enum proto_err	 engine_delete(struct engine *e, struct sem *s);
 
-/* Every semaphore, in creation order: for LIST and shutdown. */
-struct sem	*engine_sems(struct engine *e);
+/*
+ * Every semaphore, in creation order: for (s = engine_sem_first(e); s !=
+ * NULL; s = engine_sem_next(s)). Only the engine walks its tables.
+ */
+struct sem	*engine_sem_first(struct engine *e);
+struct sem	*engine_sem_next(const struct sem *s);
 
 /* An owner for a new connection; engine_owner_free when it closes. */
 struct owner	*engine_owner_new(struct engine *e, uint64_t id);

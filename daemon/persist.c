@@ -373,7 +373,8 @@ batch_full(struct persist *p, struct batch *b, struct flight *f)
 	for (i = 0; i < p->nstale; i++)
 		batch_sem(b, p->stale_names[i], strlen(p->stale_names[i]),
 		    NULL);
-	for (s = engine_sems(p->engine); s != NULL; s = s->hh.next) {
+	for (s = engine_sem_first(p->engine); s != NULL;
+	    s = engine_sem_next(s)) {
 		batch_sem(b, s->name, s->name_len, s);
 		for (g = s->grants; g != NULL; g = g->sem_next)
 			batch_grant(p, b, s->name, s->name_len, g->token, g);

@@ -160,6 +160,7 @@ cmd_stats(struct cmd_ctx *ctx)
 	} texts[] = {
 		{ "version",			PACKAGE_VERSION },
 		{ "role",			ps.role },
+		{ "ownership",			ps.ownership },
 		{ "owner",			ps.owner },
 		{ "persistence",		ps.state },
 		{ "persistence_mode",		ps.mode },

@@ -973,6 +973,8 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	enum persist_role	 role = persist_role(p);
 
 	st->role = role_names[role];
+	st->ownership = ownership_state_name(p->own != NULL ?
+	    ownership_state(p->own) : OWN_OFF);
 	st->epoch = p->own != NULL ? ownership_epoch(p->own) : 0;
 	st->owner = p->own != NULL ? ownership_owner_addr(p->own) : "-";
 	st->state = role == ROLE_STANDBY ? "standby" : state_names[p->state];

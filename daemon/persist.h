@@ -61,6 +61,7 @@ enum persist_role {
 
 struct persist_stats {
 	const char	*role;		/* "owner", "standby" or "single" */
+	const char	*ownership;	/* owner.h's state: "claiming", ... */
 	uint64_t	 epoch;		/* the owner's epoch; 0: none known */
 	const char	*owner;		/* the owner's advertised address, "-" */
 	const char	*state;		/* "ok", "down", "loading" or "off" */

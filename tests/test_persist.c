@@ -36,6 +36,7 @@
 #include "engine.h"
 #include "engine_fake.h"
 #include "log.h"
+#include "owner.h"
 #include "persist.h"
 #include "store.h"
 
@@ -1628,6 +1629,50 @@ START_TEST(test_outcomes)
 }
 END_TEST
 
+/*
+ * The ownership states a standby goes through when it takes over and
+ * loses the data set again, as STATS shows them (owner.c's table allows
+ * exactly these steps; any other aborts).
+ */
+START_TEST(test_states)
+{
+	struct persist_stats	st;
+
+	fake.claim_answer = CLAIM_ERROR;
+	start("sync", "yes", "500ms");
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "claiming");
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 4;
+	fake.claim_addr = "10.0.0.1:7313";
+	WAIT_FOR(nstandby == 1, WAIT_MS);
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "standby");
+	fake.auto_ready = 1;
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 5;
+	WAIT_FOR(nloaded == 1, WAIT_MS);
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "owner");
+	ck_assert_str_eq(st.role, "owner");
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 6;
+	WAIT_FOR(nlost == 1, 500 + WAIT_MS);	/* nothing renews it */
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "lost");
+	ck_assert_str_eq(st.role, "standby");
+	WAIT_FOR(fake.nclaims > 0 && fake.claims[fake.nclaims - 1].at_ms >=
+	    lost_at_ms + 500, 500 + WAIT_MS);
+	run_ms(10);
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "standby");
+	ck_assert_uint_eq(st.epoch, 6);
+	ck_assert_str_eq(ownership_state_name(OWN_WAITING), "waiting");
+	ck_assert_str_eq(ownership_state_name(OWN_EXITING), "exiting");
+	ck_assert_str_eq(ownership_state_name(OWN__COUNT), "?");
+}
+END_TEST
+
 static Suite *
 persist_suite(int forking)
 {
@@ -1656,6 +1701,7 @@ persist_suite(int forking)
 	tcase_add_test(tc, test_load_fails);
 	tcase_add_test(tc, test_damaged_sem);
 	tcase_add_test(tc, test_outcomes);
+	tcase_add_test(tc, test_states);
 	suite_add_tcase(su, tc);
 
 	/* fatalx would end the runner itself without fork. */

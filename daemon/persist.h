@@ -52,7 +52,7 @@ typedef void (*persist_answer_fn)(void *ctx, uint64_t conn_id,
     enum persist_await_kind kind, uint64_t token, uint32_t ms,
     enum persist_outcome outcome);
 
-/* Who serves the data set (PROTOCOL.md "Ownership"). */
+/* Who serves the data set (doc/protocol.md; README "Ownership and standby"). */
 enum persist_role {
 	ROLE_SINGLE,	/* persistence none: nothing to own */
 	ROLE_OWNER,	/* this daemon owns the data set and serves it */

@@ -4,7 +4,7 @@
  * The store knows the data model (README "Persistence") and the wire, and
  * nothing of semd's rules: persist.c decides what to write and when, and
  * hands the store batches of changes, each written as one fenced script
- * call (EVALSHA), atomic as a MULTI/EXEC would be.
+ * call (EVALSHA), which Redis runs whole (atomically).
  *
  * Start-up reads everything with a blocking connection (store_load); after
  * that one asynchronous connection on semd's own event loop carries the

@@ -270,12 +270,13 @@ def release(session, g, timeout=5.0):
 def overbooked(beliefs, cap, tol=TOLERANCE):
     """Sweep belief intervals (sem, n, start, end, token, kind) of one
     semaphore; the first instant where they sum above cap and the grants
-    then believed, or None. Ends are moved tol earlier (never before
-    their start)."""
+    then believed, or None. Ends are moved tol earlier."""
     events = []
     for i, b in enumerate(beliefs):
+        if b[3] - tol <= b[2]:
+            continue            # shorter than the tolerance
         events.append((b[2], 1, i))
-        events.append((max(b[2], b[3] - tol), 0, i))  # ends before starts
+        events.append((b[3] - tol, 0, i))   # ends sort before starts
     events.sort()
     held = {}
     total = 0

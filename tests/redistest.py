@@ -589,9 +589,14 @@ def run(*tests, time_limit=120):
 def role_of(c, timeout=5.0):
     """ROLE parsed: {'role': .., 'epoch': int, 'owner': ..}; raises
     AssertionError on another reply."""
-    got = c.cmd("ROLE", timeout)
+    return role_reply(c.cmd("ROLE", timeout))
+
+
+def role_reply(got):
+    """A ROLE reply parsed as role_of() does (AssertionError on another
+    reply, None included)."""
     m = re.fullmatch(r"OK role=(\S+) epoch=([0-9]+) owner=(\S+)(?: .*)?",
-                     got)
+                     got or "")
     if not m:
         raise AssertionError("ROLE: got %r, expected 'OK role=.. epoch=.. "
                              "owner=..'" % (got,))

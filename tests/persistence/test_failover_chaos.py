@@ -38,7 +38,6 @@ time): `make check-slow` runs 5 seeds of 60 s."""
 import os
 import random
 import re
-import select
 import sys
 import threading
 import time
@@ -67,7 +66,6 @@ GRACE_S = 3.0                   # reclaim-grace
 LIMIT = LEASE_MS / 1000.0 + 1.0 + 3.0   # failover bound, with slack
 PING_S = 0.3                    # a holder of a bound permit PINGs this often
 PING_WAIT_S = 1.0               # and gives its connection up after this
-INF = float("inf")
 
 now = time.monotonic
 

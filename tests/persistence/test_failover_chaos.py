@@ -360,6 +360,7 @@ def test_failover_chaos():
         bad_epoch = []
         stuck = []
         flushes = []         # (owner before, owner after, ROLE, epoch before)
+        drift = []           # ownership changes between events
 
         def check_kept(i, kept, action, ro2):
             """The owner i lists every long lease acknowledged before."""
@@ -383,10 +384,16 @@ def test_failover_chaos():
                 if v is None:
                     stuck.append("no owner before an event")
                     break
+                if ro["epoch"] != epochs[-1]:
+                    # nobody was made to lose ownership since the last event
+                    drift.append((round(now() - t0, 3), epochs[-1], ro))
+                    epochs.append(ro["epoch"])
                 # every kind of event in turn, from a seed-driven start
                 action = ACTIONS[(len(events) + len(flushes) + SEED) %
                                  len(ACTIONS)]
                 t_ev = now()
+                note("t=%.3f s: %s, %s owns (epoch %d)" %
+                     (t_ev - t0, action, "AB"[v], ro["epoch"]))
                 kept = set(t for cl in clients for t, tr in list(cl.kept)
                            if tr < t_ev)
                 o = 1 - v
@@ -488,6 +495,8 @@ def test_failover_chaos():
            repr(slow))
         ok(not bad_epoch, "(b) each new owner's epoch is larger",
            repr(epochs))
+        ok(not drift, "(c) ownership changed only at the events",
+           "at t, epoch expected, ROLE seen: %r" % drift)
 
         counts = {}
         for cl in clients:

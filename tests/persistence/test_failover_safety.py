@@ -40,7 +40,9 @@ GRACE = "%dms" % int(GRACE_S * 1000)
 # the contract: takeover within owner-lease + 1 s; generous for a loaded
 # machine and the sanitizer build
 LIMIT = 3 * LEASE_MS / 1000.0 + 3.0
-ROUNDS = int(os.environ.get("SAFETY_ROUNDS", "6"))
+# rounds per scenario: on aa86cfb about one round in seven that stops the
+# owner right after the send catches it answering after it was deposed
+ROUNDS = int(os.environ.get("SAFETY_ROUNDS", "8"))
 
 
 def roles(pair, timeout=LIMIT + 5):
@@ -209,7 +211,7 @@ def test_paused_owner_grant_in_flight():
         # None: the acknowledgement held in Redis; a number: SIGSTOP that
         # long after the send (0 catches the owner between reading the
         # request and reading Redis's answer most often)
-        delays = [0.0, None, 0.0, 0.0005, 0.0, None, 0.001]
+        delays = [0.0, None, 0.0, 0.0005, 0.0, 0.0, None, 0.0]
         for i in range(ROUNDS):
             deposed_round(r, pair, "stop", 10000 if i % 2 else None,
                           delays[i % len(delays)], grants, t0, i + 1)

@@ -161,7 +161,9 @@ func (s *session) reattach(ctx context.Context, cn *conn) error {
 // holding bound permits reconnects at once to take them back.
 func (s *session) onDead(cn *conn) {
 	s.mu.Lock()
-	if s.closed || s.recovering || len(s.bound) == 0 || (s.cn != nil && s.cn != cn) {
+	// Only the session's current connection: not a probe that found a
+	// standby, nor one that get() has replaced already.
+	if s.closed || s.recovering || len(s.bound) == 0 || s.cn != cn {
 		s.mu.Unlock()
 		return
 	}
@@ -267,6 +269,9 @@ func (s *session) wait(ctx context.Context, line string) (r reply, late reply, e
 		select {
 		case res := <-p.ch:
 			if res.err != nil {
+				if s.isClosed() {
+					return reply{}, reply{}, ErrClosed
+				}
 				return reply{}, reply{}, errReplyLost
 			}
 			if s.refusedByStandby(cn, res.r) && tries < 5 {
@@ -305,6 +310,12 @@ func (s *session) holds() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.bound) > 0
+}
+
+func (s *session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 func (s *session) close() {

@@ -80,11 +80,10 @@ func (w *Weighted) Acquire(ctx context.Context, n int64) error {
 	if err != nil {
 		return err
 	}
-	r, late, err := s.wait(ctx, fmt.Sprintf("ACQUIRE %s %d", w.name, n))
+	// A grant made as the wait was cancelled (the late reply) was bound
+	// to the connection the cancel closed: semd has released it.
+	r, _, err := s.wait(ctx, fmt.Sprintf("ACQUIRE %s %d", w.name, n))
 	if err != nil {
-		// A grant made as the wait was cancelled was bound to the
-		// connection just closed: semd has released it.
-		_ = late
 		w.c.putSession(s)
 		if errors.Is(err, errReplyLost) {
 			return ErrLost

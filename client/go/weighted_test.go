@@ -374,8 +374,15 @@ func TestNewWeighted(t *testing.T) {
 
 // Many goroutines on several clients never hold more than the capacity
 // together; the shared connection's pipelined replies stay matched.
-func TestNeverOverCapacity(t *testing.T) {
-	d := startSemd(t)
+func TestNeverOverCapacity(t *testing.T) { neverOverCapacity(t, startSemd(t)) }
+
+// The same in sync mode: every grant is answered once Redis has it.
+func TestNeverOverCapacitySync(t *testing.T) {
+	r := startRedis(t)
+	neverOverCapacity(t, startSemd(t, "--redis", r.addr()))
+}
+
+func neverOverCapacity(t *testing.T, d *daemon) {
 	const capacity, workers, rounds = 3, 12, 40
 	var inUse, peak int64
 	var wg sync.WaitGroup

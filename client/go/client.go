@@ -238,11 +238,39 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Do sends one request line and returns semd's reply line: for what this
-// package has no method for (INFO, LIST's first line, ...). An "ERR" reply
-// is returned as an *Error, "TIMEOUT" as ErrTimeout, with the line.
+// Verbs whose reply is "OK <k>" and k lines, and verbs that may wait or
+// change the connection itself, which the shared connection refuses.
+var (
+	listingVerbs = map[string]bool{"HOLDERS": true, "WAITERS": true, "LIST": true, "STATS": true, "CLIENTS": true}
+	ownVerbs     = map[string]bool{"ACQUIRE": true, "ACQUIREALL": true, "WATCH": true, "QUIT": true, "AUTH": true, "NAME": true}
+)
+
+// sharedVerb checks a request for the shared connection: its verb, and
+// whether its reply is a listing.
+func sharedVerb(request string) (listing bool, err error) {
+	f := strings.Fields(request)
+	if len(f) == 0 || strings.ContainsAny(request, "\r\n") {
+		return false, fmt.Errorf("semd: not one request line: %q", request)
+	}
+	verb := strings.ToUpper(f[0])
+	if ownVerbs[verb] {
+		return false, fmt.Errorf("semd: %s waits or changes the connection: use Weighted or Options, not Do", verb)
+	}
+	return listingVerbs[verb], nil
+}
+
+// Do sends one request line on the shared connection and returns semd's
+// reply line: for what this package has no method for (INFO, CHECK,
+// REVOKE, ...). An "ERR" reply is returned as an *Error, "TIMEOUT" as
+// ErrTimeout, with the line. A listing's lines are read and dropped (List
+// returns them); requests that wait (ACQUIRE, WATCH) or change the
+// connection (AUTH, NAME, QUIT) are refused.
 func (c *Client) Do(ctx context.Context, request string) (string, error) {
-	r, err := c.shared.call(ctx, request, false)
+	listing, err := sharedVerb(request)
+	if err != nil {
+		return "", err
+	}
+	r, err := c.shared.call(ctx, request, listing)
 	if err != nil {
 		return "", err
 	}
@@ -252,6 +280,12 @@ func (c *Client) Do(ctx context.Context, request string) (string, error) {
 // List sends a listing request (HOLDERS, WAITERS, LIST, STATS, CLIENTS)
 // and returns its lines, each as a map of its key=value words.
 func (c *Client) List(ctx context.Context, request string) ([]map[string]string, error) {
+	if listing, err := sharedVerb(request); err != nil || !listing {
+		if err == nil {
+			err = fmt.Errorf("semd: %q is not a listing (HOLDERS, WAITERS, LIST, STATS, CLIENTS)", request)
+		}
+		return nil, err
+	}
 	r, err := c.shared.call(ctx, request, true)
 	if err != nil {
 		return nil, err

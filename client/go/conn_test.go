@@ -167,3 +167,43 @@ func TestAuth(t *testing.T) {
 		t.Fatalf("Dial with a wrong password: %v, want ErrAuth", err)
 	}
 }
+
+// Do and List keep the shared connection's replies in step: a listing
+// read through Do is read whole, and requests that would wait or change
+// the connection are refused before anything is sent.
+func TestDoAndList(t *testing.T) {
+	d := startSemd(t, "--semaphore", "s", "2")
+	c := dial(t, Options{Addrs: []string{d.addr()}, Name: "lister"})
+	ctx := bg(t)
+	if line, err := c.Do(ctx, "holders s"); err != nil || line != "OK 0" {
+		t.Fatalf("Do(HOLDERS): %q, %v", line, err)
+	}
+	if line, err := c.Do(ctx, "CLIENTS"); err != nil || !strings.HasPrefix(line, "OK ") {
+		t.Fatalf("Do(CLIENTS): %q, %v", line, err)
+	}
+	if line, err := c.Do(ctx, "PING"); err != nil || line != "OK PONG" {
+		t.Fatalf("PING after listings through Do: %q, %v", line, err)
+	}
+	rows, err := c.List(ctx, "CLIENTS")
+	found := false
+	for _, r := range rows {
+		found = found || r["name"] == "lister"
+	}
+	if err != nil || !found {
+		t.Fatalf("List(CLIENTS) = %v, %v: no connection named lister", rows, err)
+	}
+	for _, bad := range []string{"ACQUIRE s 1", "watch s 1", "NAME x", "PING\nPING", ""} {
+		if _, err := c.Do(ctx, bad); err == nil {
+			t.Errorf("Do(%q) was sent", bad)
+		}
+	}
+	if _, err := c.List(ctx, "PING"); err == nil {
+		t.Error("List(PING) was sent")
+	}
+	if _, err := c.Do(ctx, "INFO nosuch"); !errors.Is(err, ErrNoSem) {
+		t.Errorf("INFO of an unknown semaphore: %v, want ErrNoSem", err)
+	}
+	if line, err := c.Do(ctx, "PING"); err != nil || line != "OK PONG" {
+		t.Fatalf("PING at the end: %q, %v", line, err)
+	}
+}

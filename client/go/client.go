@@ -367,12 +367,20 @@ func (c *Client) open(ctx context.Context, addr string, onDead func(*conn)) (*co
 	ask := func(line string) (reply, error) {
 		p, err := cn.send(line, false)
 		if err != nil {
+			if serr := cn.strayErr(); serr != nil {
+				return reply{}, serr // refused at once: LIMIT, protected mode
+			}
 			return reply{}, err
 		}
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		select {
 		case res := <-p.ch:
+			if res.err != nil {
+				if serr := cn.strayErr(); serr != nil {
+					return reply{}, serr
+				}
+			}
 			return res.r, res.err
 		case <-t.C:
 			cn.close()
@@ -401,8 +409,11 @@ func (c *Client) open(ctx context.Context, addr string, onDead func(*conn)) (*co
 		c.learnStandby(r.line)
 		cn.close()
 		return nil, &errStandby{line: r.line}
+	} else if ok && e.Code != CodeProto {
+		cn.close()
+		return nil, e
 	}
-	// Anything else (OK, or ERR PROTO from a 1.0 semd) means an owner.
+	// OK, or ERR PROTO from a 1.0 semd that has no NAME: an owner.
 	return cn, nil
 }
 
@@ -431,7 +442,7 @@ func (c *Client) search(ctx context.Context, onDead func(*conn)) (*conn, error) 
 			return nil, ctx.Err()
 		}
 		if e, ok := err.(*Error); ok {
-			return nil, e // AUTH refused: searching does not help
+			return nil, e // AUTH or LIMIT: searching does not help
 		}
 		if !c.many() {
 			return nil, fmt.Errorf("%w: %s: %v", ErrConnect, addr, err)

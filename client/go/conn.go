@@ -69,6 +69,7 @@ type conn struct {
 	mu     sync.Mutex
 	queue  []*pending
 	dead   bool
+	stray  string      // a line that came with no request waiting
 	onDead func(*conn) // called once, by the reader, when the connection ends
 
 	done chan struct{} // closed when the reader has ended
@@ -131,8 +132,12 @@ func (c *conn) read() {
 		}
 		c.mu.Lock()
 		if len(c.queue) == 0 {
+			// A line nobody asked for: semd's "ERR LIMIT" or "ERR
+			// AUTH protected mode" as it closes a new connection,
+			// or not a semd. Kept for open() to report.
+			c.stray = line
 			c.mu.Unlock()
-			break // a reply nobody asked for: not a semd we understand
+			break
 		}
 		p := c.queue[0]
 		c.queue[0] = nil
@@ -188,6 +193,18 @@ func (c *conn) close() {
 	c.dead = true
 	c.mu.Unlock()
 	c.nc.Close()
+}
+
+// strayErr is semd's refusal sent before any request ("ERR LIMIT ..."),
+// or nil.
+func (c *conn) strayErr() error {
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if strings.HasPrefix(c.stray, "ERR ") {
+		return parseErr(c.stray)
+	}
+	return nil
 }
 
 func (c *conn) isDead() bool {

@@ -207,3 +207,21 @@ func TestDoAndList(t *testing.T) {
 		t.Fatalf("PING at the end: %q, %v", line, err)
 	}
 }
+
+// A connection over maxclients is refused with ERR LIMIT as it opens:
+// the wait that needed it says so, and nothing is held.
+func TestLimitSaid(t *testing.T) {
+	d := startSemd(t, "--maxclients", "1", "--semaphore", "s", "1")
+	c := dial(t, Options{Addrs: []string{d.addr()}})
+	w, err := NewWeighted(c, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Acquire(bg(t), 1); !errors.Is(err, ErrLimit) {
+		t.Fatalf("Acquire needing a connection over maxclients: %v, want ErrLimit", err)
+	}
+	if !w.TryAcquire(1) {
+		t.Fatal("TryAcquire on the shared connection failed")
+	}
+	w.Release(1)
+}

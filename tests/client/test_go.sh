@@ -26,6 +26,16 @@ else
 	status=1
 fi
 
+gofmt=$("$GO" env GOROOT)/bin/gofmt
+if [ -x "$gofmt" ]; then
+	if out=$("$gofmt" -l . 2>&1) && [ -z "$out" ]; then
+		echo "ok - gofmt -l finds nothing to reformat"
+	else
+		echo "FAIL - gofmt -l: $out"
+		status=1
+	fi
+fi
+
 race=-race
 if [ "$("$GO" env CGO_ENABLED)" != 1 ]; then
 	echo "# cgo is off: go test runs without -race"

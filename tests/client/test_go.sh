@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_go.sh: the Go client's tests (client/go) under make check, when
-# configure found go. `go vet`, then `go test -race -v` against the semd
+# configure found go. `go vet` and gofmt, then `go test -race -v` against the semd
 # of this build (SEMD_BIN); each Go test and subtest becomes one
 # "ok - go: Name" or "FAIL - go: Name" line, which tests/totals.sh counts.
 # Offline and self-contained: GOPROXY=off (standard library only, nothing

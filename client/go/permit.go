@@ -136,7 +136,9 @@ func (p *Permit) Release() error {
 // keep refreshes the lease every third of it. A refusal (NOTHELD) loses
 // it at once; a connection that failed is retried soon, until the lease
 // would have ended by this process's clock since the last refresh sent
-// and answered (a restart or a failover resumes leases).
+// and answered (a restart or a failover resumes leases). That is never
+// later than semd's own end of the lease: semd counts a lease from when
+// it handled the REFRESH, which is after this process sent it.
 func (p *Permit) keep() {
 	defer p.wg.Done()
 	interval := p.leaseD / 3

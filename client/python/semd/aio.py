@@ -314,7 +314,8 @@ class AsyncClient:
         async with conn.lock:
             if conn.bound and conn.broken():
                 try:
-                    await conn.open()
+                    await conn.open(Search(conn.addresses, self._failover,
+                                           always=True))
                 except SemdError:
                     conn.close()
                     for q in list(conn.bound):

@@ -21,7 +21,7 @@ from typing import (Any, Callable, Dict, List, Optional, Sequence, Set,
 from . import protocol
 from .connection import Connection
 from .errors import NotGranted, NotHeld, ReplyLost, SemdError
-from .hosts import Addresses
+from .hosts import Addresses, Search
 from .keeper import Keeper
 from .permit import Permit
 from .protocol import Duration
@@ -65,6 +65,7 @@ class Client:
         self._idle: List[Connection] = []
         self._keeper: Optional[Keeper] = None
         self._reattaching: Set[int] = set()
+        self._bound: Set[Permit] = set()    # held, bound to a connection
         self._closed = False
 
     # -- connections ------------------------------------------------------
@@ -144,6 +145,8 @@ class Client:
         if lease_ms is None:
             permit = Permit(self, name, n, token, None, conn, sent_at)
             conn.bound.append(permit)
+            with self._lock:
+                self._bound.add(permit)
         else:
             permit = Permit(self, name, n, token, lease_ms, None, sent_at)
             self._give(conn)
@@ -186,6 +189,8 @@ class Client:
     def _release(self, permit: Permit) -> None:
         """RELEASE, on the permit's own connection if it is bound."""
         line = protocol.token_line("RELEASE", permit.sem, permit.token)
+        with self._lock:
+            self._bound.discard(permit)
         conn = permit._conn
         if conn is None:
             reply = self._plain(line)
@@ -241,7 +246,8 @@ class Client:
                 reopened = conn.broken()
                 if reopened:
                     try:
-                        conn.open()
+                        conn.open(Search(conn.addresses, self._failover,
+                                         always=True))
                     except SemdError:
                         conn.close()
                         for p in list(conn.bound):
@@ -305,10 +311,15 @@ class Client:
             self._closed = True
             idle, self._idle = self._idle, []
             keeper, self._keeper = self._keeper, None
+            bound, self._bound = self._bound, set()
         if keeper is not None:
             keeper.stop()
         for conn in idle:
             conn.close()
+        for p in bound:
+            p._lose("client closed")
+            if p._conn is not None:
+                p._conn.close()
 
     def __enter__(self) -> "Client":
         return self

@@ -113,11 +113,15 @@ class Search:
     """One search for the owner. After a failed attempt (``standby``
     True when a standby refused and named ``owner_index``), call
     :meth:`next`: None to give up, else the pause in seconds (0 for
-    none) before trying ``addresses.current()``."""
+    none) before trying ``addresses.current()``. A single address that
+    never met a standby gets one attempt, unless always is set (the
+    keeper's re-attach, which waits for a restarting semd)."""
 
     def __init__(self, addresses: Addresses, timeout: Optional[float],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 always: bool = False) -> None:
         self.a = addresses
+        self.always = always
         self.clock = clock
         self.deadline: Optional[float] = None if timeout is None \
             else clock() + timeout
@@ -128,7 +132,7 @@ class Search:
 
     def next(self, owner_index: Optional[int] = None) -> Optional[float]:
         a = self.a
-        if not a.many():
+        if not a.many() and not self.always:
             return None
         now = self.clock()
         if self.deadline is not None and now >= self.deadline:

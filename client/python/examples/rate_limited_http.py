@@ -49,7 +49,7 @@ def main() -> int:
         start = time.monotonic()
         with urllib.request.urlopen(request, timeout=30) as response:
             response.read()
-            status = response.status
+            status = int(response.status)
         end = time.monotonic()
         # A permit lost meanwhile (revoked, expired) means the call may
         # have overlapped another holder's: say so, do not hide it.

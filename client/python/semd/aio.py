@@ -17,7 +17,7 @@ import asyncio
 import functools
 import time
 from typing import (Any, Awaitable, Callable, Dict, Generator, List,
-                    Optional, Sequence, Set, TypeVar, Union, cast)
+                    Optional, Sequence, Set, TypeVar, Union)
 
 from . import protocol
 from .aio_connection import AsyncConnection
@@ -25,7 +25,7 @@ from .errors import NotGranted, NotHeld, PermitLost, ReplyLost, SemdError
 from .hosts import Addresses, Search
 from .protocol import Duration
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+T = TypeVar("T")
 
 WATCH_RETRY = 0.5
 WATCH_CONNECT = 1.0
@@ -227,16 +227,19 @@ class AsyncClient:
     def limited(self, name: str, n: int = 1,
                 timeout: Optional[Duration] = None,
                 lease: Optional[Duration] = None,
-                permit_arg: Optional[str] = None) -> Callable[[F], F]:
+                permit_arg: Optional[str] = None) -> \
+            Callable[[Callable[..., Awaitable[T]]],
+                     Callable[..., Awaitable[T]]]:
         """As Client.limited, for coroutine functions."""
-        def decorate(fn: F) -> F:
+        def decorate(fn: Callable[..., Awaitable[T]]) -> \
+                Callable[..., Awaitable[T]]:
             @functools.wraps(fn)
-            async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            async def wrapper(*args: Any, **kwargs: Any) -> T:
                 async with self.acquire(name, n, timeout, lease) as permit:
                     if permit_arg is not None:
                         kwargs[permit_arg] = permit
                     return await fn(*args, **kwargs)
-            return cast(F, wrapper)
+            return wrapper
         return decorate
 
     async def _release(self, permit: AsyncPermit) -> None:

@@ -16,7 +16,7 @@ import functools
 import threading
 import time
 from typing import (Any, Callable, Dict, List, Optional, Sequence, Set,
-                    TypeVar, Union, cast)
+                    TypeVar, Union)
 
 from . import protocol
 from .connection import Connection
@@ -26,7 +26,7 @@ from .keeper import Keeper
 from .permit import Permit
 from .protocol import Duration
 
-F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 DEFAULT_FAILOVER_TIMEOUT = 15.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -165,25 +165,26 @@ class Client:
     def limited(self, name: str, n: int = 1,
                 timeout: Optional[Duration] = None,
                 lease: Optional[Duration] = None,
-                permit_arg: Optional[str] = None) -> Callable[[F], F]:
+                permit_arg: Optional[str] = None) -> \
+            Callable[[Callable[..., T]], Callable[..., T]]:
         """A decorator: each call of the function runs holding n permits
         of name (released when it returns or raises). permit_arg names a
         keyword argument that receives the Permit (for its fencing
-        token)::
+        token); the decorated function is called without it::
 
             @client.limited("api", n=1, permit_arg="permit")
             def call_api(url, permit):
                 return fetch(url, headers={"X-Fencing-Token":
                                            str(permit.token)})
         """
-        def decorate(fn: F) -> F:
+        def decorate(fn: Callable[..., T]) -> Callable[..., T]:
             @functools.wraps(fn)
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
+            def wrapper(*args: Any, **kwargs: Any) -> T:
                 with self.acquire(name, n, timeout, lease) as permit:
                     if permit_arg is not None:
                         kwargs[permit_arg] = permit
                     return fn(*args, **kwargs)
-            return cast(F, wrapper)
+            return wrapper
         return decorate
 
     def _release(self, permit: Permit) -> None:

@@ -52,6 +52,7 @@ class AsyncPermit:
         self.sent_at = sent_at
         self._conn = conn
         self._tasks: List["asyncio.Task[None]"] = []
+        self._keeper: Optional["asyncio.Task[None]"] = None
 
     def __repr__(self) -> str:
         return "<AsyncPermit %s n=%d token=%d%s>" % (
@@ -82,9 +83,10 @@ class AsyncPermit:
         if self.released:
             return
         self.released = True
-        for t in self._tasks:
-            if t is not asyncio.current_task():
-                t.cancel()
+        # The refresh task stops now; the WATCH task ends by itself when
+        # semd answers "released", and its connection is reused.
+        if self._keeper is not None:
+            self._keeper.cancel()
         await self.client._release(self)
 
     async def __aenter__(self) -> "AsyncPermit":
@@ -212,8 +214,8 @@ class AsyncClient:
         self._permits.add(permit)
         permit._tasks.append(asyncio.ensure_future(self._watch(permit)))
         if lease_ms is not None:
-            permit._tasks.append(asyncio.ensure_future(
-                self._keep(permit)))
+            permit._keeper = asyncio.ensure_future(self._keep(permit))
+            permit._tasks.append(permit._keeper)
         return permit
 
     async def try_acquire(self, name: str, n: int = 1,
@@ -369,6 +371,14 @@ class AsyncClient:
         protocol.check_count(capacity, "capacity")
         await self._ok("CREATE %s %d" % (protocol.check_name(name),
                                          capacity))
+
+    async def resize(self, name: str, capacity: int) -> None:
+        protocol.check_count(capacity, "capacity", 0)
+        await self._ok("RESIZE %s %d" % (protocol.check_name(name),
+                                         capacity))
+
+    async def delete(self, name: str) -> None:
+        await self._ok("DELETE %s" % protocol.check_name(name))
 
     async def info(self, name: str) -> Dict[str, str]:
         return (await self._ok("INFO %s" % protocol.check_name(name))).kv()

@@ -20,11 +20,12 @@ keeper WATCHes them there. So a bound permit is taken back within
 ``reclaim-grace`` even when its holder makes no call.
 """
 
+import logging
 import selectors
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Tuple
 
 from . import protocol
 from .connection import Connection
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 WATCH_RETRY = 0.5       # seconds between attempts to WATCH again
 WATCH_CONNECT = 1.0     # the keeper's search for the owner, per attempt
 IDLE_MAX = 64           # spare WATCH connections kept for reuse
+
+log = logging.getLogger("semd")
 
 
 class Keeper:
@@ -100,27 +103,42 @@ class Keeper:
             with self._lock:
                 if self._stop:
                     return
-                adds, self._adds = self._adds, []
-            now = time.monotonic()
-            for at, p in adds:
-                if p.lease_ms is not None and id(p) not in self._end:
-                    self._leases.append(p)
-                    # The lease began when semd granted it, after the
-                    # acquire was sent: count from the sending.
-                    self._end[id(p)] = p.sent_at + p.lease_ms / 1000.0
-                    self._next[id(p)] = p.sent_at + p.lease_ms / 3000.0
-                self._retry.append((at, p))
-            self._refresh_due()
-            self._watch_due()
-            for key, _ in self._sel.select(self._timeout()):
-                if key.data is None:
-                    try:
-                        while self._r.recv(4096):
-                            pass
-                    except OSError:
+            try:
+                self._turn()
+            except Exception:
+                # A keeper that died would leave permit.lost unset for
+                # ever: say what happened, and go on.
+                with self._lock:
+                    if self._stop:
+                        return
+                log.exception("semd keeper: unexpected error; going on")
+                time.sleep(WATCH_RETRY)
+
+    def _turn(self) -> None:
+        """One turn: take new permits, refresh and watch what is due,
+        wait for an answer or the next due time."""
+        with self._lock:
+            adds, self._adds = self._adds, []
+        now = time.monotonic()
+        for at, p in adds:
+            if p.lease_ms is not None and id(p) not in self._end:
+                self._leases.append(p)
+                # The lease began when semd granted it, after the
+                # acquire was sent: count from the sending.
+                self._end[id(p)] = p.sent_at + p.lease_ms / 1000.0
+                self._next[id(p)] = p.sent_at + p.lease_ms / 3000.0
+            self._retry.append((at, p))
+        self._refresh_due()
+        self._watch_due()
+        for key, _ in self._sel.select(self._timeout()):
+            if key.data is None:
+                try:
+                    while self._r.recv(4096):
                         pass
-                else:
-                    self._answered(key.fileobj)     # type: ignore[arg-type]
+                except OSError:
+                    pass
+            else:
+                self._answered(key.fileobj)     # type: ignore[arg-type]
 
     def _timeout(self) -> float:
         now = time.monotonic()

@@ -253,6 +253,64 @@ class Errors(unittest.TestCase):
         c.close()
 
 
+class SwallowingSemd:
+    """A fake semd on 127.0.0.1 that reads one request per connection
+    and closes it unanswered, recording every line it got."""
+
+    def __init__(self):
+        import socket
+        self.lines = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            data = b""
+            s.settimeout(5)
+            try:
+                while b"\n" not in data:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            self.lines += data.decode().splitlines()
+            s.close()
+
+    def close(self):
+        self.sock.close()
+
+
+class LostReply(unittest.TestCase):
+    def test_never_sent_again(self):
+        """libsemc's rule: a request whose reply was lost is not sent
+        again, to any address; an acquire says a permit may be lost."""
+        a, b = SwallowingSemd(), SwallowingSemd()
+        try:
+            c = semd.Client([a.addr, b.addr], failover_timeout=2)
+            with self.assertRaises(semd.AcquireLost) as cm:
+                c.acquire("jobs", timeout=1)
+            self.assertIsInstance(cm.exception, semd.PermitLost)
+            with self.assertRaises(semd.ReplyLost):
+                c.info("jobs")
+            got = a.lines + b.lines
+            self.assertEqual(got, ["ACQUIRE jobs 1 TIMEOUT 1000",
+                                   "INFO jobs"], "each sent once")
+            c.close()
+        finally:
+            a.close()
+            b.close()
+
+
 class Limited(unittest.TestCase):
     def test_decorator(self):
         with start_semd("--semaphore", "api", "1") as d:

@@ -81,6 +81,31 @@ class Persistent(unittest.TestCase):
             other.close()
             c.close()
 
+    def test_unavailable_while_redis_stopped(self):
+        """ERR UNAVAILABLE is semd.Unavailable: nothing was granted."""
+        with start_redis() as r:
+            p = start_semd_redis(r, "--semaphore", "s", "1", grace=GRACE)
+            c = semd.Client("127.0.0.1:%d" % p.port)
+            r.pause()                   # SIGSTOP: semd's writes time out
+            try:
+                with self.assertRaises(semd.Unavailable) as cm:
+                    c.acquire("s", timeout=5)
+                self.assertEqual(cm.exception.code, "UNAVAILABLE")
+                self.assertNotIsInstance(cm.exception, semd.ConnectFailed)
+            finally:
+                r.resume()
+            self.assertEqual(c.info("s")["used"], "0", "nothing granted")
+            got = None
+            deadline = time.monotonic() + BOUND
+            while got is None and time.monotonic() < deadline:
+                try:
+                    got = c.acquire("s", timeout=5)
+                except semd.Unavailable:
+                    time.sleep(0.1)     # semd reconnects with backoff
+            self.assertIsNotNone(got, "granted once Redis is back")
+            got.release()
+            c.close()
+
     def test_failover_followed(self):
         with start_redis() as r:
             args = ("--semaphore", "jobs", "3", "--owner-lease", "1s")

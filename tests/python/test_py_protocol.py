@@ -6,6 +6,7 @@ capped backoff on a fake clock. Also that the package imports from the
 tree with the standard library only."""
 
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -152,6 +153,16 @@ class Hosts(unittest.TestCase):
 
 
 class Packaging(unittest.TestCase):
+    def test_version_is_semds(self):
+        with open(os.path.join(pyunit.SRCDIR, "configure.ac")) as f:
+            m = re.search(r"AC_INIT\(\[semd\], \[([^]]+)\]", f.read())
+        with open(os.path.join(pyunit.PACKAGE_DIR, "pyproject.toml")) as f:
+            py = re.search(r'^version = "([^"]+)"', f.read(), re.M)
+        self.assertIsNotNone(m)
+        self.assertIsNotNone(py)
+        self.assertEqual(semd.__version__, m.group(1))
+        self.assertEqual(py.group(1), m.group(1))
+
     def test_imports_with_the_standard_library_only(self):
         """Every module imported by the package is from the standard
         library (a fresh interpreter, -S: no site-packages)."""

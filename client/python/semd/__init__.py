@@ -18,7 +18,7 @@ from .errors import (AcquireLost, AlreadyExists, AuthError, Busy,
                      SemdError, Standby, TooLarge, Unavailable)
 from .permit import Permit
 
-__version__ = "1.1.0"
+__version__ = "0.1.0"       # semd's (configure.ac); speaks protocol 1.1
 
 __all__ = [
     "Client", "Permit", "AsyncClient", "AsyncPermit",

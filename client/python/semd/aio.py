@@ -142,13 +142,13 @@ class AsyncClient:
         self._permits: Set[AsyncPermit] = set()
         self._closed = False
 
-    def _new_conn(self, failover_timeout: Any = "default") -> \
-            AsyncConnection:
+    def _new_conn(self, watch: bool = False) -> AsyncConnection:
+        """A connection (not yet open); a WATCH one searches for the
+        owner briefly and is retried later."""
         return AsyncConnection(
             self._addresses, self._password, self.name,
             self._connect_timeout, self._io_timeout,
-            self._failover if failover_timeout == "default"
-            else failover_timeout, self._attach_refused)
+            None if watch else self._failover, self._attach_refused)
 
     def _take(self) -> AsyncConnection:
         if self._closed:
@@ -279,7 +279,7 @@ class AsyncClient:
         connection failed; retry a lease's WATCH (its refreshes keep it)."""
         while not p.released and not p.lost.is_set():
             conn = self._take() if self._idle else \
-                self._new_conn(failover_timeout=None)
+                self._new_conn(watch=True)
             ok = False
             try:
                 if conn.broken():
@@ -317,7 +317,16 @@ class AsyncClient:
         """Reopen a bound permit's connection if semd closed it (which
         ATTACHes its permits again); False when it cannot."""
         async with conn.lock:
-            if conn.bound and conn.broken():
+            if not conn.bound:
+                return True
+            # The FIN of a killed semd may not have reached this
+            # connection yet: a PING tells (harmless if sent twice).
+            try:
+                dead = conn.broken() or \
+                    (await conn.call_unlocked("PING")).kind != "OK"
+            except SemdError:
+                dead = True
+            if dead:
                 try:
                     await conn.open(Search(conn.addresses, self._failover,
                                            always=True))
@@ -326,8 +335,8 @@ class AsyncClient:
                     for q in list(conn.bound):
                         q._lose("unreachable")
                     return False
-            else:
-                await asyncio.sleep(WATCH_RETRY)
+        if not dead:
+            await asyncio.sleep(WATCH_RETRY)    # the WATCH failed alone
         return True
 
     async def _keep(self, p: AsyncPermit) -> None:
@@ -404,12 +413,16 @@ class AsyncClient:
     async def close(self) -> None:
         """Close every connection and stop the permits' tasks."""
         self._closed = True
+        tasks = []
         for p in list(self._permits):
+            p._lose("client closed")
             for t in p._tasks:
                 t.cancel()
+                tasks.append(t)
             if p._conn is not None:
                 p._conn.close()
         self._permits.clear()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for conn in self._idle:
             conn.close()
         self._idle.clear()

@@ -183,31 +183,38 @@ class AsyncConnection:
                    listing: bool = False,
                    acquire: bool = False) -> protocol.Reply:
         async with self.lock:
-            search = Search(self.addresses, self.failover_timeout)
-            reopened = False
-            if self.broken():
+            return await self.call_unlocked(line, wait, listing, acquire)
+
+    async def call_unlocked(self, line: str, wait: Optional[float] = 0,
+                            listing: bool = False,
+                            acquire: bool = False) -> protocol.Reply:
+        """call(), with self.lock already held (asyncio.Lock is not
+        reentrant)."""
+        search = Search(self.addresses, self.failover_timeout)
+        reopened = False
+        if self.broken():
+            await self.open(search)
+            reopened = True
+        while True:
+            try:
+                await self.send_line(line)
+            except _IOFailed as e:
+                if reopened and not self.addresses.many():
+                    raise ConnectFailed("cannot send: %s" % e) \
+                        from None
+                await self._next_or_raise(search, None, e)
                 await self.open(search)
                 reopened = True
-            while True:
-                try:
-                    await self.send_line(line)
-                except _IOFailed as e:
-                    if reopened and not self.addresses.many():
-                        raise ConnectFailed("cannot send: %s" % e) \
-                            from None
-                    await self._next_or_raise(search, None, e)
-                    await self.open(search)
-                    reopened = True
-                    continue
-                reply = await self.read_reply(wait, listing, acquire)
-                if reply.kind == "ERR" and reply.code == "STANDBY":
-                    self.close()
-                    await self._next_or_raise(search, self.addresses.hint,
-                                              reply.error())
-                    await self.open(search)
-                    reopened = True
-                    continue
-                return reply
+                continue
+            reply = await self.read_reply(wait, listing, acquire)
+            if reply.kind == "ERR" and reply.code == "STANDBY":
+                self.close()
+                await self._next_or_raise(search, self.addresses.hint,
+                                          reply.error())
+                await self.open(search)
+                reopened = True
+                continue
+            return reply
 
     async def _next_or_raise(self, search: Search, owner: Optional[int],
                              why: Exception) -> None:

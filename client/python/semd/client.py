@@ -70,14 +70,16 @@ class Client:
 
     # -- connections ------------------------------------------------------
 
-    def _new_conn(self, on_lost: Any = "default",
-                  failover_timeout: Any = "default") -> Connection:
-        return Connection(
-            self._addresses, self._password, self.name,
-            self._connect_timeout, self._io_timeout,
-            self._failover if failover_timeout == "default"
-            else failover_timeout,
-            self._attach_refused if on_lost == "default" else on_lost)
+    def _new_conn(self, keeper: bool = False) -> Connection:
+        """A connection (not yet open). The keeper's own ones hold no
+        bound permits and search for the owner briefly, retrying later."""
+        if keeper:
+            return Connection(self._addresses, self._password, self.name,
+                              self._connect_timeout, self._io_timeout,
+                              None, None)
+        return Connection(self._addresses, self._password, self.name,
+                          self._connect_timeout, self._io_timeout,
+                          self._failover, self._attach_refused)
 
     def _take(self) -> Connection:
         with self._lock:
@@ -244,7 +246,13 @@ class Client:
             with conn.lock:
                 if not conn.bound:
                     return
-                reopened = conn.broken()
+                # The FIN of a killed semd may not have reached this
+                # connection yet: a PING tells (harmless if sent twice).
+                try:
+                    reopened = conn.broken() or \
+                        conn.call("PING").kind != "OK"
+                except SemdError:
+                    reopened = True
                 if reopened:
                     try:
                         conn.open(Search(conn.addresses, self._failover,

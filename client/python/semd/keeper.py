@@ -62,7 +62,7 @@ class Keeper:
         self._next: Dict[int, float] = {}        # id(permit) -> refresh at
         self._end: Dict[int, float] = {}         # id(permit) -> lease end
         self._retry: List[Tuple[float, "Permit"]] = []
-        self._conn = client._new_conn(on_lost=None)
+        self._conn = client._new_conn(keeper=True)
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name="semd-keeper")
         self._thread.start()
@@ -165,7 +165,7 @@ class Keeper:
     def _watch(self, p: "Permit") -> None:
         """Send WATCH for p on a spare connection (or a new one)."""
         conn = self._idle.pop() if self._idle else \
-            self.client._new_conn(on_lost=None, failover_timeout=None)
+            self.client._new_conn(keeper=True)
         try:
             with conn.lock:
                 if conn.broken():

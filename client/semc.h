@@ -45,7 +45,8 @@
  * ATTACHes its bound permits exactly as after a restart: a standby that
  * took over keeps them unowned for its reclaim-grace (10 s by default),
  * so a holder that waits for its next call to notice the failover should
- * poll semc_fd() and call semc_reconnect(). The lost-reply rules above
+ * poll semc_fd() and call semc_reconnect(), and keep the bound of its
+ * bound permits (semc_bound_keep(), below). The lost-reply rules above
  * hold as ever: a request whose reply was lost is never sent again, only
  * one a standby refused or one that could not be sent. A handle with a
  * single address searches too once it has met a standby; until then it

@@ -78,7 +78,9 @@ semc_bound_clamp(const struct semc *c, int64_t deadline_ms)
  * ROLE's reply (err its outcome): an owner's reclaim_grace_ms sets the
  * bound; role=single (no persistence: a closed connection is the only
  * way to lose them), a refusal (a semd before 1.1) or a reply without
- * the key leaves no bound, as before.
+ * the key leaves no bound, as before. A standby's answer changes
+ * nothing: it holds none of our permits, and the bound learnt from the
+ * owner still runs while the handle searches for the next one.
  */
 void
 semc_bound_role(struct semc *c, enum semc_err err,
@@ -87,6 +89,10 @@ semc_bound_role(struct semc *c, enum semc_err err,
 	struct proto_word	role;
 	uint64_t		v;
 
+	if (err == SEMC_OK &&
+	    proto_find_kv(reply->rest.p, reply->rest.len, "role", &role) &&
+	    role.len == 7 && memcmp(role.p, "standby", 7) == 0)
+		return;
 	c->grace_ms = c->owner_lease_ms = -1;
 	if (err != SEMC_OK ||
 	    !proto_find_kv(reply->rest.p, reply->rest.len, "role", &role) ||
@@ -211,6 +217,8 @@ semc_bound_keep(struct semc *c, int64_t *next_ms)
 	*next_ms = -1;
 	if (c->ping_ms >= 0 && c->fd != -1 && semc_bound_readable(c->fd))
 		(void)semc_call_ping_settle(c);	/* a failure closes it */
+	if (c->nbound == 0)		/* nothing to keep */
+		return (semc_seterr(c, SEMC_OK, NULL));
 	if (semc_bound_expired(c)) {
 		semc_conn_close(c);
 		semc_bound_lose_all(c, SEMC_ERR_BOUND);

@@ -10,6 +10,7 @@ and not after it."""
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,6 +34,7 @@ class Owner(Fake):
     def __init__(self, role="owner", role_reply=None):
         Fake.__init__(self)
         self.silent = False
+        self.standby = False
         self.answered_at = None
         self.role_reply = role_reply or (
             "OK role=%s epoch=4 owner=127.0.0.1:1 owner_lease_ms=1000 "
@@ -42,6 +44,10 @@ class Owner(Fake):
         if self.silent:
             return None
         verb = words[0].upper()
+        if self.standby:
+            if verb == "ROLE":
+                return "OK role=standby epoch=4 owner=-"
+            return "ERR STANDBY owner=- epoch=4 the fake is a standby"
         if verb == "ROLE":
             return self.role_reply
         if verb == "ACQUIRE":
@@ -206,6 +212,43 @@ def test_fake_reconnect_past_bound():
         f.kill()
 
 
+def test_search_ends_with_bound():
+    """The owner closes the connection and turns standby (knowing no
+    owner): the reconnect searches, but returns by the end of the bound
+    (a standby's ROLE does not erase it), and keep reports the loss."""
+    f = Owner()
+    a = Api(f.port)
+    try:
+        ok((a.line() or "").startswith("token 7 "), "a bound permit is held")
+        f.standby = True
+        with f.lock:
+            for s in f.conns:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        t0 = time.monotonic()
+        a.say("reconnect")
+        ln = a.line(timeout=30)
+        took = time.monotonic() - t0
+        ok(ln is not None and ln.startswith("reconnect ERR_CONNECT"),
+           "no owner: the reconnect fails", ln)
+        ok(took < WINDOW_MS / 1000.0 + 1.0, "... by the end of the bound "
+           "(%.3f s < %.1f s + 1 s), not after the 15 s search" %
+           (took, WINDOW_MS / 1000.0))
+        ok(f.verbs("ATTACH"), "it tried to ATTACH on the standby")
+        eq(a.line(), "callbacks 0 bound 1", "the permit is still held")
+        a.say("keep 0")
+        ln = a.line()
+        ok(ln is not None and ln.startswith("lost "), "keep then reports "
+           "it lost", ln)
+        eq(a.line(), "lostpermit jobs 7", "semc_next_lost gives it")
+        a.line()
+    finally:
+        a.close()
+        f.kill()
+
+
 def test_no_bound():
     """No bound without persistence (role=single) or without the keys
     (an older semd): no PINGs, nothing lost while the fake is silent."""
@@ -283,5 +326,6 @@ def test_real_semd_stopped():
         d.stop()
 
 
-run(test_fake_owner, test_fake_reconnect_past_bound, test_no_bound,
+run(test_fake_owner, test_fake_reconnect_past_bound,
+    test_search_ends_with_bound, test_no_bound,
     test_real_semd_stopped, time_limit=120)

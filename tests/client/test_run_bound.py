@@ -212,4 +212,57 @@ def test_owner_stopped():
         a.stop()
 
 
-run(test_owner_stopped, time_limit=int(STOP_S) + 150)
+def test_owner_dead_unreachable():
+    """The owner dies (kill -9) and nothing else answers: run gives the
+    permit up when its bound passes (reclaim-grace after its last
+    answered PING, less the margin), no longer after a fixed 15 s, so
+    its command is dead before a standby could have re-granted it."""
+    tmp = tempfile.mkdtemp(prefix="semdtest.runbound.")
+    worker = os.path.join(tmp, "worker.py")
+    with open(worker, "w") as f:
+        f.write(WORKER)
+    path = os.path.join(tmp, "log")
+    errpath = os.path.join(tmp, "run.err")
+    with start_redis() as r:
+        a = start_semd_redis(r, "--semaphore", "one", "1", "--owner-lease",
+                             "%gs" % LEASE_S, grace="%gs" % GRACE_S)
+        with open(errpath, "wb") as errf:
+            p = subprocess.Popen(cli_argv(a.port, "run", "one", "--",
+                                          sys.executable, worker, path,
+                                          "600"),
+                                 stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=errf,
+                                 env=client_env())
+        try:
+            ok(wait_until(lambda: running(path), 15), "run's command runs")
+            time.sleep(0.5)
+            a.kill9()
+            t_kill = time.monotonic()
+            st = p.wait(timeout=GRACE_S + 30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        runs = intervals(path)
+        end = [e for s, e in runs.values() if e is not None]
+        ok(end, "the command ended", repr(runs))
+        if end:
+            took = end[0] - t_kill
+            note("the command ended %.3f s after the owner's kill -9 "
+                 "(reclaim-grace %.1f s)" % (took, GRACE_S))
+            margin = max(GRACE_S / 5, min(0.5, GRACE_S / 2))
+            low = GRACE_S - margin - (GRACE_S - margin) / 4 - 0.2
+            ok(low <= took < GRACE_S, "... within [bound - one PING "
+               "interval, reclaim-grace) of the kill: %.3f s in "
+               "[%.2f, %.1f)" % (took, low, GRACE_S))
+        eq(st, 76, "run exits 76: the permit was lost")
+        with open(errpath, errors="replace") as f:
+            err = f.read()
+        note(err)
+        ok("out of reach until the bound passed" in err,
+           "run says semd stayed out of reach until the bound passed")
+        no_sanitizer_report(err, "semd-cli run")
+
+
+run(test_owner_stopped, test_owner_dead_unreachable,
+    time_limit=int(STOP_S) + 180)

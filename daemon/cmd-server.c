@@ -68,15 +68,24 @@ cmd_quit(struct cmd_ctx *ctx)
 	return (CMD_DONE);
 }
 
-/* ROLE: "OK role=owner|standby|single epoch=<n> owner=<addr or ->". */
+/*
+ * ROLE: "OK role=owner|standby|single epoch=<n> owner=<addr or ->
+ * owner_lease_ms=<n> reclaim_grace_ms=<n>". The two durations are what a
+ * client needs to bound how long it may trust a bound permit when this
+ * daemon stops answering (README, "Ownership and standby"); they are
+ * shown with persistence off too, where no standby exists to act on them.
+ */
 enum cmd_result
 cmd_role(struct cmd_ctx *ctx)
 {
-	struct persist_stats	ps;
+	const struct config	*cfg = ctx->conn->srv->cfg;
+	struct persist_stats	 ps;
 
 	persist_get_stats(ctx->conn->srv->persist, &ps);
-	conn_reply(ctx->conn, "OK role=%s epoch=%llu owner=%s", ps.role,
-	    (unsigned long long)ps.epoch, ps.owner);
+	conn_reply(ctx->conn, "OK role=%s epoch=%llu owner=%s "
+	    "owner_lease_ms=%lld reclaim_grace_ms=%lld", ps.role,
+	    (unsigned long long)ps.epoch, ps.owner,
+	    (long long)cfg->owner_lease_ms, (long long)cfg->reclaim_grace_ms);
 	return (CMD_DONE);
 }
 
@@ -147,6 +156,8 @@ cmd_stats(struct cmd_ctx *ctx)
 		{ "expired",		es.expired_total },
 		{ "revoked",		es.revoked_total },
 		{ "epoch",		ps.epoch },
+		{ "owner_lease_ms",	(uint64_t)srv->cfg->owner_lease_ms },
+		{ "reclaim_grace_ms",	(uint64_t)srv->cfg->reclaim_grace_ms },
 		{ "persistence_backlog", ps.backlog },
 		{ "persistence_resync",	(uint64_t)ps.resync },
 		{ "persistence_batches", ps.batches },

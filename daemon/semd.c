@@ -423,7 +423,18 @@ main(int argc, char **argv)
 	if ((ecfg = event_config_new()) == NULL)
 		fatalx("event_config_new");
 	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-	if ((d.base = event_base_new_with_config(ecfg)) == NULL)
+	/*
+	 * Clients' work runs at the lowest priority and for at most
+	 * SERVER_CLIENT_PASS_US a pass before the loop polls again, so
+	 * that timers and Redis replies are never stuck behind it
+	 * (server.h).
+	 */
+	if (event_config_set_max_dispatch_interval(ecfg,
+	    &(struct timeval){ 0, SERVER_CLIENT_PASS_US }, -1,
+	    SERVER_PRIORITIES - 1) != 0)
+		fatalx("event_config_set_max_dispatch_interval");
+	if ((d.base = event_base_new_with_config(ecfg)) == NULL ||
+	    event_base_priority_init(d.base, SERVER_PRIORITIES) != 0)
 		fatalx("event_base_new");
 	event_config_free(ecfg);
 	semd_signals(&d);

@@ -314,12 +314,16 @@ conn_handle_line(struct conn *c, size_t len)
 {
 	struct proto_request	req;
 	struct proto_error	err;
+	char			subject[128];
 
 	c->last_ms = timers_now_ms();
 	if (conn_looks_like_http(c->line, len)) {
-		log_warnx("connection %llu from %s sent what looks like HTTP; "
-		    "closing it (cross-protocol attack?)",
+		/* Logged once, then counted: a browser may send thousands. */
+		snprintf(subject, sizeof(subject), "connection %llu from %s",
 		    (unsigned long long)c->id, c->peer);
+		log_repeat(&c->srv->http_seen, subject, "sent what looks "
+		    "like HTTP; closing it (cross-protocol attack?)");
+		c->srv->http_last_ms = c->last_ms;
 		/* Replies to the requests before it still go out; no more. */
 		conn_close_after_flush(c);
 		return;
@@ -904,6 +908,11 @@ conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
 	conn_foreach(srv, conn_sweep_one, &now);
 	if (srv->output_bytes <= (uint64_t)srv->cfg->max_output_total)
 		log_repeat_end(&srv->output_trim, "connections");
+	/* A minute without HTTP-looking requests: say how many there were. */
+	if (srv->http_last_ms != 0 && now - srv->http_last_ms >= 60000) {
+		log_repeat_end(&srv->http_seen, "connections");
+		srv->http_last_ms = 0;
+	}
 }
 
 void

@@ -60,6 +60,7 @@ struct server {
 	size_t			 nlisteners;
 	int			 unix_bound;	/* ours to unlink at exit */
 	struct event		*accept_resume;	/* after EMFILE */
+	struct log_repeat	 accept_failure; /* EMFILE, logged once */
 	struct evconnlistener	*guarded[SERVER_MAX_LISTENERS + 1];
 	size_t			 nguarded;	/* ...pauses these listeners */
 	struct event		*sweep_ev;	/* conn.c's time limits */
@@ -69,6 +70,8 @@ struct server {
 	uint32_t		 nconns;
 	uint64_t		 output_bytes;	/* unread replies, all of them */
 	struct log_repeat	 output_trim;	/* over max-output-total */
+	struct log_repeat	 http_seen;	/* HTTP-looking requests */
+	uint64_t		 http_last_ms;	/* ...the last one, or 0 */
 	uint64_t		 next_conn_id;
 	struct watch_set	*watches;	/* WATCHes by token (cmd-watch.c) */
 	uint64_t		 start_ms;

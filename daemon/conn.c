@@ -39,9 +39,12 @@
  * Turns: a connection's read callback runs at most CONN_LINES_PER_TURN
  * lines and CONN_TURN_US of them, then yields to the loop (resume_ev), and
  * every event of a client runs at the loop's lowest priority, bounded per
- * pass (server.h), so that timers and Redis are served in between; the
- * end-of-turn write is bounded by the same time budget. Replies stay in
- * order: a connection's lines are still taken one after another.
+ * pass (server.h), so that timers and Redis are served in between.
+ * The end-of-turn write (flush_ev) is not client work in that sense: it
+ * runs at the default priority, so replies go out at the next pass, not
+ * after every other client's turn, and it costs no more than copying the
+ * bytes those budgeted turns made (a socket takes what fits, no more).
+ * Replies stay in order: a connection's lines are taken one at a time.
  *
  * Time limits are checked once a second by one sweep over every
  * connection, not by a timer each: idle (timeout, 0 = off), a line that
@@ -475,16 +478,10 @@ conn_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server	*srv = arg;
 	struct conn	*c;
-	uint64_t	 end_us = conn_now_us() + CONN_TURN_US;
 
 	(void)fd;
 	(void)what;
 	while ((c = TAILQ_FIRST(&srv->flushq)) != NULL) {
-		if (conn_now_us() >= end_us) {
-			/* The rest on a later pass: timers come first. */
-			event_active(srv->flush_ev, 0, 0);
-			return;
-		}
 		TAILQ_REMOVE(&srv->flushq, c, flush_entry);
 		c->flush_queued = 0;
 		conn_flush(c);
@@ -926,7 +923,6 @@ conn_service_start(struct server *srv)
 	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, conn_sweep_cb,
 	    srv);
 	if (srv->flush_ev == NULL || srv->sweep_ev == NULL ||
-	    event_priority_set(srv->flush_ev, conn_priority(srv)) != 0 ||
 	    event_add(srv->sweep_ev, &tv) != 0)
 		fatalx("cannot set up the connections' events");
 }

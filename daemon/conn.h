@@ -37,7 +37,7 @@ struct watch;
  * others, timers or Redis (server.h: the loop's priorities).
  */
 #define CONN_LINES_PER_TURN	64
-#define CONN_TURN_US		1000
+#define CONN_TURN_US		500
 
 /* The states of a connection, X(name, text). */
 #define CONN_STATES(X)							\

@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.environ.get("SEMD_TESTS") or
                 os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from semdtest import (connect, eq, note, ok, run, start_semd,  # noqa: E402
-                      wait_until)
+from semdtest import (SEMD_BIN, connect, eq, note, ok, run,  # noqa: E402
+                      sanitized, start_semd, wait_until)
 from redistest import free_port  # noqa: E402
 
 
@@ -131,16 +131,22 @@ def test_unread_replies():
            repr(timer_replies))
         # max-output-total, plus 40 MB for input, LIST's own buffers and
         # the allocator's slack; 100 x max-output would be over 100 MB.
-        ok(peak_kb - base_kb < (total_mb + 40) * 1024,
-           "RSS grew by less than max-output-total + 40 MB",
-           "grew %d kB" % (peak_kb - base_kb))
+        # AddressSanitizer keeps freed memory in quarantine: no bound then.
+        if sanitized(SEMD_BIN):
+            note("AddressSanitizer build: RSS not checked")
+        else:
+            ok(peak_kb - base_kb < (total_mb + 40) * 1024,
+               "RSS grew by less than max-output-total + 40 MB",
+               "grew %d kB" % (peak_kb - base_kb))
         st = probe.stats()
         ok(int(st.get("output_bytes", -1)) <= total_mb * 1024 * 1024,
            "STATS output_bytes stays within max-output-total",
            st.get("output_bytes"))
         lines = [ln for ln in d.log_lines()
                  if "exceed max-output-total" in ln]
-        ok(1 <= len(lines) <= 3, "the max-output-total closings are logged "
+        # Once per episode, with its count when it ends (at most once a
+        # sweep, each second): not once per connection closed.
+        ok(1 <= len(lines) <= 14, "the max-output-total closings are logged "
            "once, then counted", "%d lines" % len(lines))
         for c in flood:
             c.close()

@@ -16,6 +16,17 @@
 
 #define UNAVAILABLE_TEXT	"persistence is required but redis is " \
 				"unreachable; nothing was granted"
+/*
+ * Redis did not answer the write of a grant: it was taken back here and
+ * its removal is written once Redis answers again, but if Redis had
+ * applied it, a daemon that takes over before that honours it (a lease
+ * to its end, a bound permit for reclaim-grace). Over-reserved, never
+ * over-granted; the client must not use it.
+ */
+#define UNKNOWN_TEXT		"redis did not confirm the grant in time; " \
+				"it was withdrawn, do not use it (outcome " \
+				"unknown: if redis stored it, a daemon that " \
+				"takes over may hold it until its lease ends)"
 
 /*
  * A lease outlives c: it keeps the name and address c had when it was
@@ -206,16 +217,17 @@ cmd_engine_event(void *ctx, const struct engine_event *ev)
  */
 void
 cmd_persisted(void *ctx, uint64_t conn_id, enum persist_await_kind kind,
-    uint64_t token, uint32_t ms, int ok)
+    uint64_t token, uint32_t ms, enum persist_outcome outcome)
 {
 	struct conn	*c;
 
 	if ((c = conn_find(ctx, conn_id)) == NULL)
 		return;
-	if (!ok)
-		conn_reply_err(c, PERR_UNAVAILABLE, kind == AWAIT_GRANT ?
-		    UNAVAILABLE_TEXT : "redis failed to store the refresh; "
-		    "do not trust the lease beyond its previous end");
+	if (outcome != PERSIST_OK)
+		conn_reply_err(c, PERR_UNAVAILABLE, kind != AWAIT_GRANT ?
+		    "redis failed to store the refresh; do not trust the "
+		    "lease beyond its previous end" : outcome == PERSIST_FAILED ?
+		    UNAVAILABLE_TEXT : UNKNOWN_TEXT);
 	else if (kind == AWAIT_GRANT)
 		cmd_reply_granted(c, token);
 	else

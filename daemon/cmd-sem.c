@@ -165,7 +165,8 @@ cmd_list(struct cmd_ctx *ctx)
 
 	engine_get_stats(c->srv->engine, &es);
 	all = xcalloc(es.sems + 1, sizeof(*all));
-	for (s = engine_sems(c->srv->engine); s != NULL; s = s->hh.next)
+	for (s = engine_sem_first(c->srv->engine); s != NULL;
+	    s = engine_sem_next(s))
 		all[i++] = s;
 	qsort(all, i, sizeof(*all), cmd_sem_cmp);
 	conn_reply(c, "OK %zu", i);

@@ -118,7 +118,7 @@ cmd_stats(struct cmd_ctx *ctx)
 	struct persist_stats	 ps;
 	uint64_t		 uptime_ms = timers_now_ms() - srv->start_ms;
 	size_t			 i;
-	char			 error[256], key[64];
+	char			 error[512], key[64];
 	const char		*name;
 	size_t			 nerrs = 0;
 
@@ -161,6 +161,7 @@ cmd_stats(struct cmd_ctx *ctx)
 	} texts[] = {
 		{ "version",			PACKAGE_VERSION },
 		{ "role",			ps.role },
+		{ "ownership",			ps.ownership },
 		{ "owner",			ps.owner },
 		{ "persistence",		ps.state },
 		{ "persistence_mode",		ps.mode },

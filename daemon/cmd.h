@@ -45,7 +45,7 @@ void		 cmd_engine_event(void *ctx, const struct engine_event *ev);
 /* persist_answer_fn: a held-back grant or REFRESH is written, or not. */
 void		 cmd_persisted(void *ctx, uint64_t conn_id,
 		    enum persist_await_kind kind, uint64_t token, uint32_t ms,
-		    int ok);
+		    enum persist_outcome outcome);
 
 enum cmd_result	 cmd_ping(struct cmd_ctx *);
 enum cmd_result	 cmd_auth(struct cmd_ctx *);

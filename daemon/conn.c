@@ -76,6 +76,7 @@
 #include "cmd.h"
 #include "conn.h"
 #include "log.h"
+#include "persist.h"
 #include "server.h"
 #include "timers.h"
 
@@ -472,7 +473,11 @@ conn_flush(struct conn *c)
 	bufferevent_enable(c->bev, EV_WRITE);
 }
 
-/* flush_ev, once a turn after the replies were made: write them. */
+/*
+ * flush_ev, once a turn after the replies were made: write them. An owner
+ * whose ownership deadline passed meanwhile writes nothing: it gives the
+ * data set up first, which closes every connection (persist.h).
+ */
 static void
 conn_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -481,6 +486,8 @@ conn_flush_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (srv->persist != NULL && !persist_owner_check(srv->persist))
+		return;
 	while ((c = TAILQ_FIRST(&srv->flushq)) != NULL) {
 		TAILQ_REMOVE(&srv->flushq, c, flush_entry);
 		c->flush_queued = 0;

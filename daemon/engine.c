@@ -37,7 +37,7 @@
 #include "engine.h"
 
 struct engine {
-	struct engine_clock	 clock;
+	struct clock	 clock;
 	engine_event_fn		 on_event;
 	void			*ctx;
 	uint32_t		 max_sems;
@@ -350,7 +350,7 @@ sem_wake(struct engine *e, struct sem *s, int released)
 }
 
 struct engine *
-engine_new(const struct engine_clock *clock, engine_event_fn on_event,
+engine_new(const struct clock *clock, engine_event_fn on_event,
     void *ctx, uint32_t max_sems)
 {
 	struct engine	*e = xcalloc(1, sizeof(*e));
@@ -453,9 +453,15 @@ engine_delete(struct engine *e, struct sem *s)
 }
 
 struct sem *
-engine_sems(struct engine *e)
+engine_sem_first(struct engine *e)
 {
 	return (e->sems);
+}
+
+struct sem *
+engine_sem_next(const struct sem *s)
+{
+	return (s->hh.next);
 }
 
 struct owner *

@@ -18,28 +18,13 @@
 
 #include <uthash.h>
 
+#include "clock.h"
 #include "histo.h"
 #include "proto.h"
 
 struct engine;
 struct owner;
 struct waiter;
-
-/* Time and timers, injected. */
-struct engine_clock {
-	/* Milliseconds of a monotonic clock. */
-	uint64_t	 (*now_ms)(void *ctx);
-	/*
-	 * Arm a one-shot timer: fire(arg) runs once, delay_ms from now, from
-	 * the event loop (never from inside timer_add). Returns a handle for
-	 * timer_del. A fired handle is dead: the engine never deletes it.
-	 */
-	void		*(*timer_add)(void *ctx, uint64_t delay_ms,
-			    void (*fire)(void *arg), void *arg);
-	/* Cancel a timer that has not fired yet. */
-	void		 (*timer_del)(void *ctx, void *handle);
-	void		*ctx;
-};
 
 enum grant_kind {
 	GRANT_CONN,	/* bound to its connection (owner) */
@@ -174,7 +159,7 @@ struct engine_stats {
 };
 
 /* A new engine; max_sems bounds CREATE (0: no bound). Aborts on ENOMEM. */
-struct engine	*engine_new(const struct engine_clock *clock,
+struct engine	*engine_new(const struct clock *clock,
 		    engine_event_fn on_event, void *ctx, uint32_t max_sems);
 /* Change the bound on CREATE; semaphores over it stay (a reload). */
 void		 engine_set_max_sems(struct engine *e, uint32_t max_sems);
@@ -201,8 +186,12 @@ void		 engine_resize(struct engine *e, struct sem *s, uint32_t capacity);
 /* DELETE: PERR_NONE or BUSY (holders or waiters). Frees s. */
 enum proto_err	 engine_delete(struct engine *e, struct sem *s);
 
-/* Every semaphore, in creation order: for LIST and shutdown. */
-struct sem	*engine_sems(struct engine *e);
+/*
+ * Every semaphore, in creation order: for (s = engine_sem_first(e); s !=
+ * NULL; s = engine_sem_next(s)). Only the engine walks its tables.
+ */
+struct sem	*engine_sem_first(struct engine *e);
+struct sem	*engine_sem_next(const struct sem *s);
 
 /* An owner for a new connection; engine_owner_free when it closes. */
 struct owner	*engine_owner_new(struct engine *e, uint64_t id);

@@ -298,7 +298,8 @@ log_repeat(struct log_repeat *r, const char *subject, const char *why)
 {
 	uint64_t	now = log_now_ms();
 
-	if (strcmp(r->what, why) != 0) {
+	/* A long why is kept cut: compare what was kept. */
+	if (strncmp(r->what, why, sizeof(r->what) - 1) != 0) {
 		if (r->count > 0)
 			log_warnx("%s: '%s' happened %llu more times", subject,
 			    r->what, (unsigned long long)r->count);

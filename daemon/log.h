@@ -75,7 +75,7 @@ char		*xstrdup(const char *s);
  * tells an operator nothing more than one line and a count.
  */
 struct log_repeat {
-	char		what[256];	/* the failure seen last; "" none */
+	char		what[512];	/* the failure seen last; "" none */
 	uint64_t	count;		/* seen again since last logged */
 	uint64_t	logged_ms;	/* when it was last logged */
 };

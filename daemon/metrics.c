@@ -237,7 +237,8 @@ metrics_rows(struct server *srv, size_t *nrows, struct sem_stats **sum)
 	    sizeof(*rows))) == NULL || (*sum = calloc(1, sizeof(**sum))) ==
 	    NULL)
 		fatalx("out of memory");
-	for (s = engine_sems(srv->engine); s != NULL; s = s->hh.next) {
+	for (s = engine_sem_first(srv->engine); s != NULL;
+	    s = engine_sem_next(s)) {
 		if (n >= cap || strcmp(s->name, METRICS_OTHER) == 0) {
 			metrics_fold(&other, *sum, s);
 			folded = 1;

@@ -19,8 +19,8 @@
  * all of them are dirty again, in order.
  *
  * Tokens: Redis's bound (P tokens) is kept at least TOKEN_BLOCK / 2 ahead
- * of the last token issued, raised inside the same MULTI/EXEC as the
- * grants that need it. A grant therefore never costs an extra round trip,
+ * of the last token issued, raised inside the same fenced script call as
+ * the grants that need it. A grant therefore never costs an extra round trip,
  * and after any crash the bound is above every token a client ever saw.
  *
  * If Redis comes back with a lower bound than it acknowledged (flushed,
@@ -28,17 +28,10 @@
  * backlog outgrew persistence-backlog, Redis is rewritten from memory:
  * semd's memory is the truth, Redis its copy.
  *
- * Ownership: before it loads, semd claims the data set (store.h). The
- * claim, and every acknowledged write or heartbeat after it, proves that
- * the owner key names us for owner-lease from the moment it was sent, so
- * we may act as owner until then, less a margin for clock-rate drift
- * (owner_until_ms, on our own monotonic clock). Past that moment another
- * daemon may take over, so we stop first: nothing more is granted, every
- * client connection is closed (their bound permits are then unowned in
- * Redis, and only the next owner's reclaim-grace, which starts after its
- * claim, can release them), memory is dropped, and we claim again: as a
- * standby, or with standby no only to resume the very epoch we held.
- * Regained or taken over, the data set is loaded as after a restart.
+ * Ownership (owner.c) decides whether this daemon may write at all: it
+ * claims the data set, calls back here to load it and to serve, and to
+ * drop everything pending when ownership is lost. persist forwards it the
+ * store's reports about ownership (claimed, renewed, fenced).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,15 +41,12 @@
 #include <uthash.h>
 
 #include "log.h"
+#include "owner.h"
 #include "persist.h"
 #include "store.h"
 #include "timers.h"
 
 #define TOKEN_BLOCK		1000
-#define PERSIST_RETRY_LOAD_MS	1000
-/* A standby claims this often at the most (owner-lease / 4 if less). */
-#define PERSIST_POLL_MAX_MS	500
-#define PERSIST_CLAIM_BACKOFF_MAX_MS 2000
 
 enum persist_state {
 	PST_OFF,	/* persistence none */
@@ -67,6 +57,8 @@ enum persist_state {
 
 static const char *const state_names[] = { "off", "loading", "down", "ok" };
 static const char *const role_names[] = { "single", "owner", "standby" };
+static const struct ownership_hooks persist_own_hooks;
+static void	persist_free_damaged(struct persist *);
 
 struct dirty_sem {
 	char		 name[PROTO_NAME_MAX + 1];
@@ -93,6 +85,7 @@ struct flight {
 };
 
 struct await {
+	enum persist_outcome	 outcome;	/* of a failed batch */
 	uint64_t		 conn_id;
 	enum persist_await_kind	 kind;
 	uint64_t		 token;
@@ -109,17 +102,9 @@ struct persist {
 	const struct store_ops	*ops;
 	struct store		*store;
 	enum persist_state	 state;
-	enum persist_role	 role;
-	uint64_t		 epoch;		/* the owner's, as last seen */
-	char			 owner_addr[STORE_ADDR_MAX];
-	char			 advertise[STORE_ADDR_MAX];
-	uint64_t		 owner_until_ms; /* act as owner until then */
-	uint64_t		 held_epoch;	/* ours before we lost it */
-	uint64_t		 owned_seen_ms;	/* standby no: saw another owner */
-	uint64_t		 claim_backoff_ms; /* claims failing: the next try */
-	struct log_repeat	 claim_failure;
-	char			 subject[320];	/* "redis ADDRESS", for the log */
-	int			 listening;	/* the server listens */
+	const struct clock	*clock;
+	struct ownership	*own;		/* NULL: persistence none */
+	int			 listening;	/* persistence none: at once */
 
 	struct dirty_sem	*dirty_sems;
 	struct dirty_grant	*dirty_grants;
@@ -139,16 +124,16 @@ struct persist {
 	uint64_t		 tokens_sent;	/* ...or as in flight */
 
 	struct event		*flush_ev;
-	struct event		*claim_ev;	/* claim (and load) next */
-	struct event		*owner_ev;	/* at owner_until_ms */
 	const struct persist_hooks *hooks;
 	void			*arg;
 
 	uint64_t		 batches;
 	uint64_t		 failures;
 	struct histo		 batch_ms;	/* send to acknowledgement */
-	char			 last_error[256];
+	char			 last_error[512];
 	uint32_t		 load_sems, load_grants, load_unowned;
+	char			**load_damaged;	/* their capacity is unknown */
+	size_t			 nload_damaged;
 };
 
 static void
@@ -234,7 +219,7 @@ flight_push(struct persist *p)
 {
 	struct flight	*f = xcalloc(1, sizeof(*f));
 
-	f->sent_ms = timers_now_ms();
+	f->sent_ms = clock_now(p->clock);
 	*p->flights_tail = f;
 	p->flights_tail = &f->next;
 	p->nflights++;
@@ -335,8 +320,7 @@ batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
 	c->holder_addr = g->holder_addr;
 	if (g->kind == GRANT_LEASE) {
 		c->kind = STORE_KIND_LEASE;
-		c->deadline_unix_ms = timers_wall_ms() +
-		    (uint64_t)engine_grant_ttl_ms(p->engine, g);
+		c->lease_ms = (uint64_t)engine_grant_ttl_ms(p->engine, g);
 	} else
 		c->kind = STORE_KIND_CONN;	/* unowned is conn too */
 }
@@ -389,7 +373,8 @@ batch_full(struct persist *p, struct batch *b, struct flight *f)
 	for (i = 0; i < p->nstale; i++)
 		batch_sem(b, p->stale_names[i], strlen(p->stale_names[i]),
 		    NULL);
-	for (s = engine_sems(p->engine); s != NULL; s = s->hh.next) {
+	for (s = engine_sem_first(p->engine); s != NULL;
+	    s = engine_sem_next(s)) {
 		batch_sem(b, s->name, s->name_len, s);
 		for (g = s->grants; g != NULL; g = g->sem_next)
 			batch_grant(p, b, s->name, s->name_len, g->token, g);
@@ -423,6 +408,8 @@ persist_flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (p->state != PST_UP || !p->ops->can_submit(p->store))
 		return;		/* batch_done or ready will call again */
+	if (!persist_owner_check(p))
+		return;		/* past the deadline: nothing more is sent */
 	if (!p->resync && persist_backlog(p) == 0 && p->awaits == NULL) {
 		batch_tokens(p, &b, 0);
 		if (b.n == 0)
@@ -459,19 +446,32 @@ await_free_list(struct await **list)
 	}
 }
 
+/*
+ * Answer a list of held-back replies: PERSIST_OK, or each with the outcome
+ * of its failed batch (outcome is then PERSIST_FAILED or _UNKNOWN, for
+ * replies whose batch was never sent).
+ */
 static void
-persist_answer_all(struct persist *p, struct await **list, int ok)
+persist_answer_all(struct persist *p, struct await **list,
+    enum persist_outcome outcome)
 {
 	struct await	*a;
 	struct grant	*g;
+	enum persist_outcome o;
 
 	while ((a = *list) != NULL) {
 		*list = a->next;
-		/* Nothing was granted: take it back before saying so. */
-		if (!ok && a->kind == AWAIT_GRANT &&
+		o = outcome == PERSIST_OK ? PERSIST_OK :
+		    a->outcome != PERSIST_OK ? a->outcome : outcome;
+		/*
+		 * Not granted: take it back before saying so. The removal is
+		 * written with the next batch, which also undoes a write
+		 * whose outcome was unknown.
+		 */
+		if (o != PERSIST_OK && a->kind == AWAIT_GRANT &&
 		    (g = engine_grant_by_token(p->engine, a->token)) != NULL)
 			engine_undo_grant(p->engine, g);
-		p->answer(p->ctx, a->conn_id, a->kind, a->token, a->ms, ok);
+		p->answer(p->ctx, a->conn_id, a->kind, a->token, a->ms, o);
 		free(a);
 	}
 }
@@ -521,27 +521,34 @@ persist_down(struct persist *p, const char *why)
 		return;
 	/* Hold first, so that undoing a grant cannot make another one. */
 	engine_hold_grants(p->engine, 1);
-	persist_answer_all(p, &p->failed, 0);
+	persist_answer_all(p, &p->failed, PERSIST_FAILED);
 	p->failed_tail = &p->failed;
-	persist_answer_all(p, &p->awaits, 0);
+	persist_answer_all(p, &p->awaits, PERSIST_FAILED);
 	p->awaits_tail = &p->awaits;
 }
 
 static void
-persist_batch_done(void *ctx, int ok)
+persist_batch_done(void *ctx, enum store_outcome outcome)
 {
 	struct persist	*p = ctx;
-	struct flight	*f = flight_pop(p);
+	struct flight	*f;
+	struct await	*a;
 
-	if (f == NULL)
+	/* Acknowledged after our deadline: it proves nothing (see top). */
+	if (outcome == STORE_ACKED && !persist_owner_check(p))
+		return;
+	if ((f = flight_pop(p)) == NULL)
 		fatalx("redis: a batch acknowledged that was never sent");
-	if (!ok) {
+	if (outcome != STORE_ACKED) {
 		/*
 		 * Every later batch fails too, then lost() or fenced() says
 		 * why: their replies wait there, oldest first.
 		 */
 		dirty_merge_flight(p, f);
 		p->tokens_sent = p->tokens_acked;
+		for (a = f->awaits; a != NULL; a = a->next)
+			a->outcome = outcome == STORE_REFUSED ?
+			    PERSIST_FAILED : PERSIST_UNKNOWN;
 		*p->failed_tail = f->awaits;
 		while (*p->failed_tail != NULL)
 			p->failed_tail = &(*p->failed_tail)->next;
@@ -551,8 +558,8 @@ persist_batch_done(void *ctx, int ok)
 	dirty_clear(&f->sems, &f->grants);
 	p->tokens_acked = f->tokens;
 	p->batches++;
-	histo_observe(&p->batch_ms, timers_now_ms() - f->sent_ms);
-	persist_answer_all(p, &f->awaits, 1);
+	histo_observe(&p->batch_ms, clock_now(p->clock) - f->sent_ms);
+	persist_answer_all(p, &f->awaits, PERSIST_OK);
 	free(f);
 	persist_schedule(p);
 }
@@ -588,10 +595,8 @@ persist_ready(void *ctx, uint64_t tokens, char **names, size_t nnames)
 	p->state = PST_UP;
 	if (p->cfg->persistence == PERSIST_SYNC)
 		engine_hold_grants(p->engine, 0);
-	if (!p->listening) {
-		p->listening = 1;
+	if (ownership_start_listening(p->own))
 		p->hooks->ready(p->arg);
-	}
 	persist_schedule(p);
 }
 
@@ -622,64 +627,7 @@ persist_repaired(void *ctx, char **keys, size_t nkeys)
 	persist_schedule(p);
 }
 
-/* --- ownership --- */
-
-/* How long before the owner key can expire we stop acting as owner. */
-static uint64_t
-persist_owner_margin_ms(struct persist *p)
-{
-	uint64_t	lease = (uint64_t)p->cfg->owner_lease_ms;
-
-	return (lease / 10 > 50 ? lease / 10 : 50);
-}
-
-static uint64_t
-persist_poll_ms(struct persist *p)
-{
-	uint64_t	ms = (uint64_t)p->cfg->owner_lease_ms / 4;
-
-	return (ms < PERSIST_POLL_MAX_MS ? ms : PERSIST_POLL_MAX_MS);
-}
-
-static void
-persist_claim_in(struct persist *p, uint64_t ms)
-{
-	struct timeval	tv = { (time_t)(ms / 1000),
-			    (suseconds_t)(ms % 1000) * 1000 };
-
-	evtimer_add(p->claim_ev, &tv);
-}
-
-static void
-persist_arm_owner(struct persist *p)
-{
-	uint64_t	now = timers_now_ms(), ms;
-	struct timeval	tv;
-
-	ms = p->owner_until_ms > now ? p->owner_until_ms - now : 0;
-	tv.tv_sec = (time_t)(ms / 1000);
-	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-	evtimer_add(p->owner_ev, &tv);
-}
-
-/* What the owner key proved: we own the data set until then. */
-static void
-persist_extend(struct persist *p, uint64_t sent_ms)
-{
-	uint64_t	until = sent_ms + (uint64_t)p->cfg->owner_lease_ms -
-			    persist_owner_margin_ms(p);
-
-	if (until <= p->owner_until_ms)
-		return;
-	p->owner_until_ms = until;
-	persist_arm_owner(p);
-}
-
-static void
-persist_renewed(void *ctx, uint64_t sent_ms)
-{
-	persist_extend(ctx, sent_ms);
-}
+/* --- ownership (owner.c): its reports, and what it asks of us --- */
 
 static void
 persist_drop_pending(struct persist *p)
@@ -700,99 +648,156 @@ persist_drop_pending(struct persist *p)
 	p->resync = 0;
 }
 
-/*
- * Stop acting as owner, at once: grant nothing, close every client
- * connection, forget memory, and claim again (as a standby, or with
- * standby no only to resume our own epoch).
- */
-static void
-persist_lose(struct persist *p, const char *why)
+int
+persist_owner_check(struct persist *p)
 {
-	if (p->role != ROLE_OWNER && p->state == PST_LOADING)
-		return;		/* not acting as owner: nothing to stop */
-	log_warnx("lost ownership of %s (epoch %llu): %s; closing every "
-	    "client connection and %s", p->ops->dataset(p->store),
-	    (unsigned long long)p->epoch, why, p->cfg->standby ?
-	    "serving as a standby" : "trying to resume this epoch");
-	evtimer_del(p->owner_ev);
-	engine_hold_grants(p->engine, 1);
-	p->ops->disconnect(p->store);
-	persist_drop_pending(p);
-	p->held_epoch = p->epoch;
-	p->owner_until_ms = 0;
-	p->role = ROLE_STANDBY;
-	p->state = PST_LOADING;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "-");
-	snprintf(p->last_error, sizeof(p->last_error), "%s", why);
-	p->failures++;
-	p->hooks->lost(p->arg);
-	persist_claim_in(p, 0);
+	return (p->own == NULL || ownership_check(p->own));
+}
+
+static void
+persist_renewed(void *ctx, uint64_t sent_ms)
+{
+	struct persist	*p = ctx;
+
+	ownership_renewed(p->own, sent_ms);
 }
 
 static void
 persist_fenced(void *ctx, const char *owner)
 {
 	struct persist	*p = ctx;
-	char		 why[STORE_ADDR_MAX + 64];
 
-	snprintf(why, sizeof(why), "another daemon owns it (owner key: %s)",
-	    owner);
-	persist_lose(p, why);
+	ownership_fenced(p->own, owner);
 }
 
-/* owner_ev: the last proof of ownership ran out. */
 static void
-persist_owner_cb(evutil_socket_t fd, short what, void *arg)
+persist_claimed(void *ctx, const struct store_owner *own, const char *err)
+{
+	struct persist	*p = ctx;
+
+	ownership_claimed(p->own, own, err);
+}
+
+/* Ownership is lost: grant nothing, write nothing, forget what waits. */
+static void
+persist_own_drop(void *arg)
 {
 	struct persist	*p = arg;
-	char		 why[128];
 
-	(void)fd;
-	(void)what;
-	if (timers_now_ms() < p->owner_until_ms) {
-		persist_arm_owner(p);	/* extended meanwhile */
-		return;
-	}
-	snprintf(why, sizeof(why), "could not renew it within owner-lease "
-	    "(%lld ms)", (long long)p->cfg->owner_lease_ms);
-	persist_lose(p, why);
+	engine_hold_grants(p->engine, 1);
+	p->ops->disconnect(p->store);
+	persist_drop_pending(p);
+	p->state = PST_LOADING;
 }
 
-/* --- start-up, takeover --- */
+static void
+persist_own_standby(void *arg)
+{
+	struct persist	*p = arg;
+
+	p->hooks->standby(p->arg);
+}
 
 static void
-persist_load_sem(void *ctx, const char *name, uint32_t capacity)
+persist_own_lost(void *arg)
+{
+	struct persist	*p = arg;
+
+	persist_free_damaged(p);
+	p->hooks->lost(p->arg);
+}
+
+/* Loaded and the owner now: the config's semaphores, then the writes. */
+static void
+persist_own_serve(void *arg)
+{
+	struct persist	*p = arg;
+
+	p->hooks->loaded(p->arg);
+	p->ops->connect(p->store);
+}
+
+static void
+persist_load_sem(void *ctx, const char *name, uint32_t capacity, int damaged)
 {
 	struct persist	*p = ctx;
 	struct sem	*s;
 
-	if (engine_create(p->engine, name, strlen(name), capacity, &s) ==
-	    PERR_NONE)
-		p->load_sems++;
-	else
+	if (engine_create(p->engine, name, strlen(name), capacity, &s) !=
+	    PERR_NONE) {
 		log_warnx("redis: cannot restore semaphore %s", name);
+		return;
+	}
+	p->load_sems++;
+	if (!damaged)
+		return;
+	p->load_damaged = realloc(p->load_damaged, (p->nload_damaged + 1) *
+	    sizeof(*p->load_damaged));
+	if (p->load_damaged == NULL)
+		abort();
+	p->load_damaged[p->nload_damaged++] = xstrdup(name);
+}
+
+static void
+persist_free_damaged(struct persist *p)
+{
+	size_t	i;
+
+	for (i = 0; i < p->nload_damaged; i++)
+		free(p->load_damaged[i]);
+	free(p->load_damaged);
+	p->load_damaged = NULL;
+	p->nload_damaged = 0;
 }
 
 /*
- * A lease resumes with the time it had left, never less than the grace:
- * it may end late, never early, even when the wall clock jumped while
- * semd was down. A bound grant becomes unowned for the grace.
+ * A semaphore whose key was damaged lost its capacity, not its grants:
+ * it gets what its grants hold, so that nothing more is granted until an
+ * operator resizes it (or the config file, which names it, does).
+ */
+static void
+persist_fix_damaged(struct persist *p)
+{
+	struct sem	*s;
+	size_t		 i;
+	uint32_t	 cap;
+
+	for (i = 0; i < p->nload_damaged; i++) {
+		s = engine_find(p->engine, p->load_damaged[i],
+		    strlen(p->load_damaged[i]));
+		if (s == NULL)
+			continue;
+		cap = s->used > PROTO_INT_MAX ? PROTO_INT_MAX :
+		    (uint32_t)s->used;
+		engine_resize(p->engine, s, cap);
+		log_warnx("redis: semaphore %s had a damaged key; restored "
+		    "with its %u grants and capacity %u (what they hold): "
+		    "RESIZE it to its real capacity", s->name,
+		    (unsigned)s->nholders, (unsigned)cap);
+	}
+	persist_free_damaged(p);
+}
+
+/*
+ * A lease resumes with the time it had left on Redis's clock, never less
+ * than the grace: it may end late, never early, whatever the wall clocks
+ * of semd's hosts say. A bound grant becomes unowned for the grace.
  */
 static void
 persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
-    enum store_grant_kind kind, uint64_t deadline_unix_ms,
+    enum store_grant_kind kind, uint64_t lease_left_ms,
     const char *holder_name, const char *holder_addr)
 {
 	struct persist	*p = ctx;
 	struct grant	*g;
 	struct sem	*s = engine_find(p->engine, sem, strlen(sem));
 	uint64_t	 grace = (uint64_t)p->cfg->reclaim_grace_ms;
-	uint64_t	 now = timers_wall_ms(), ttl = grace;
+	uint64_t	 ttl = grace;
 
 	if (s == NULL)
 		return;
-	if (kind == STORE_KIND_LEASE && deadline_unix_ms > now + grace)
-		ttl = deadline_unix_ms - now;
+	if (kind == STORE_KIND_LEASE && lease_left_ms > grace)
+		ttl = lease_left_ms;
 	if ((g = engine_restore_grant(p->engine, s, token, n, kind ==
 	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl)) == NULL)
 		return;
@@ -803,142 +808,50 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 }
 
 /*
- * The data set is ours: load it as after a restart, then connect. how:
- * "owner of" at start-up, "took over" or "resumed" after a standby time.
+ * The data set is ours (ownership_hooks.load): read it into the engine,
+ * with tokens above every bound ownership saw.
  */
 static int
-persist_load(struct persist *p, const char *how)
+persist_own_load(void *arg, const char *how, uint64_t *tokens, char *err,
+    size_t errlen)
 {
 	static const struct store_loader loader = {
 		persist_load_sem, persist_load_grant
 	};
-	uint64_t	 t0 = timers_now_ms(), tokens;
-	char		 err[200];
+	struct persist	*p = arg;
+	uint64_t	 t0 = clock_now(p->clock);
+	int		 repair = 0;
 
 	p->load_sems = p->load_grants = p->load_unowned = 0;
-	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, &tokens, err,
-	    sizeof(err)) != 0) {
-		log_warnx("redis %s: cannot load: %s; retrying in %d ms",
-		    p->ops->address(p->store), err, PERSIST_RETRY_LOAD_MS);
-		snprintf(p->last_error, sizeof(p->last_error), "%s", err);
-		engine_clear(p->engine);
+	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, tokens, &repair,
+	    err, errlen) != 0)
 		return (-1);
-	}
-	engine_raise_token_floor(p->engine, tokens);
-	p->tokens_acked = p->tokens_sent = tokens + TOKEN_BLOCK;
+	persist_fix_damaged(p);
+	engine_raise_token_floor(p->engine, *tokens);
+	p->tokens_acked = p->tokens_sent = *tokens + TOKEN_BLOCK;
+	*tokens = p->tokens_acked;
 	log_info("%s %s with epoch %llu: loaded %u semaphores, %u grants "
 	    "(%u unowned) in %llu ms", how,
-	    p->ops->dataset(p->store), (unsigned long long)p->epoch,
-	    p->load_sems, p->load_grants, p->load_unowned,
-	    (unsigned long long)(timers_now_ms() - t0));
+	    p->ops->dataset(p->store), (unsigned long long)ownership_epoch(
+	    p->own), p->load_sems, p->load_grants, p->load_unowned,
+	    (unsigned long long)(clock_now(p->clock) - t0));
 	p->last_error[0] = '\0';
-	p->role = ROLE_OWNER;
 	p->state = PST_DOWN;
-	p->hooks->loaded(p->arg);
-	p->ops->connect(p->store);
+	if (repair) {
+		log_warnx("redis %s: damaged keys found; rewriting them from "
+		    "memory", p->ops->address(p->store));
+		p->resync = 1;
+	}
 	return (0);
 }
 
-/* Someone else owns the data set: wait as a standby, or exit. */
-static void
-persist_not_owner(struct persist *p, const struct store_owner *own)
-{
-	const char	*dataset = p->ops->dataset(p->store);
-
-	if (own->superseded)
-		fatalx("%s was taken over (epoch %llu) since this daemon lost "
-		    "it; exiting (standby no)", dataset,
-		    (unsigned long long)own->epoch);
-	if (!p->cfg->standby) {
-		/*
-		 * The key may be a crashed predecessor's (kill -9, then a
-		 * restart): only a key still held after a whole lease belongs
-		 * to a live owner.
-		 */
-		if (p->owned_seen_ms == 0) {
-			p->owned_seen_ms = timers_now_ms();
-			log_info("%s is owned by %s (epoch %llu); waiting up to "
-			    "owner-lease (%lld ms) to see whether that owner is "
-			    "alive", dataset, own->addr,
-			    (unsigned long long)own->epoch,
-			    (long long)p->cfg->owner_lease_ms);
-		}
-		if (timers_now_ms() - p->owned_seen_ms <=
-		    (uint64_t)p->cfg->owner_lease_ms + persist_poll_ms(p)) {
-			persist_claim_in(p, persist_poll_ms(p));
-			return;
-		}
-		fatalx("%s is owned by %s (epoch %llu); exiting: a second "
-		    "owner could over-grant (set \"standby yes\" to wait as "
-		    "its standby)", dataset, own->addr,
-		    (unsigned long long)own->epoch);
-	}
-	p->epoch = own->epoch;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", own->addr);
-	p->role = ROLE_STANDBY;
-	if (!p->listening) {
-		p->listening = 1;
-		p->hooks->standby(p->arg);
-	}
-	persist_claim_in(p, persist_poll_ms(p));
-}
-
-/* claim_ev: claim the data set; persist_claimed() follows. */
-static void
-persist_claim_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct persist	*p = arg;
-
-	(void)fd;
-	(void)what;
-	p->ops->claim(p->store, p->advertise, p->held_epoch,
-	    !p->cfg->standby && p->held_epoch != 0);
-}
-
-/* A claim's outcome: load the data set when it is ours. */
-static void
-persist_claimed(void *ctx, const struct store_owner *own, const char *err)
-{
-	struct persist	*p = ctx;
-	const char	*how;
-	uint64_t	 retry_ms;
-
-	if (own == NULL) {
-		/*
-		 * Redis is unreachable or refuses: back off from the poll (a
-		 * standby) or 1 s (starting up) to at most 2 s, and say it
-		 * once, then how often it recurs.
-		 */
-		retry_ms = p->claim_backoff_ms * 2;
-		if (retry_ms == 0)
-			retry_ms = p->listening ? persist_poll_ms(p) :
-			    PERSIST_RETRY_LOAD_MS;
-		if (retry_ms > PERSIST_CLAIM_BACKOFF_MAX_MS)
-			retry_ms = PERSIST_CLAIM_BACKOFF_MAX_MS;
-		p->claim_backoff_ms = retry_ms;
-		snprintf(p->last_error, sizeof(p->last_error), "cannot load: "
-		    "%.200s", err);
-		log_repeat(&p->claim_failure, p->subject, p->last_error);
-		persist_claim_in(p, retry_ms);
-		return;
-	}
-	p->claim_backoff_ms = 0;
-	log_repeat_end(&p->claim_failure, p->subject);
-	if (own->ours)
-		p->owned_seen_ms = 0;	/* the next owner is watched anew */
-	if (!own->ours) {
-		persist_not_owner(p, own);
-		return;
-	}
-	how = !p->listening ? "owner of" : own->epoch == p->held_epoch ?
-	    "resumed" : "took over";
-	p->epoch = own->epoch;
-	p->held_epoch = own->epoch;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", p->advertise);
-	persist_extend(p, own->sent_ms);
-	if (persist_load(p, how) != 0)
-		persist_claim_in(p, PERSIST_RETRY_LOAD_MS);
-}
+static const struct ownership_hooks persist_own_hooks = {
+	.load = persist_own_load,
+	.serve = persist_own_serve,
+	.drop = persist_own_drop,
+	.standby = persist_own_standby,
+	.lost = persist_own_lost,
+};
 
 void
 persist_start(struct persist *p, const struct persist_hooks *hooks,
@@ -955,22 +868,22 @@ persist_start(struct persist *p, const struct persist_hooks *hooks,
 	/* Grants wait for the store: nothing is served before ready(). */
 	if (p->cfg->persistence == PERSIST_SYNC)
 		engine_hold_grants(p->engine, 1);
-	persist_claim_in(p, 0);
+	ownership_start(p->own);
 }
 
 void
 persist_set_advertise(struct persist *p, const char *addr)
 {
-	snprintf(p->advertise, sizeof(p->advertise), "%s", addr);
-	if (p->role == ROLE_OWNER)
-		snprintf(p->owner_addr, sizeof(p->owner_addr), "%s", addr);
+	if (p->own != NULL)
+		ownership_set_advertise(p->own, addr);
 	if (p->store != NULL)
 		p->ops->advertise(p->store, addr);
 }
 
 struct persist *
-persist_new(struct config *cfg, struct event_base *base, struct engine *e,
-    const struct store_ops *ops, persist_answer_fn answer, void *ctx)
+persist_new(struct config *cfg, struct event_base *base,
+    const struct clock *clock, struct engine *e, const struct store_ops *ops,
+    persist_answer_fn answer, void *ctx)
 {
 	static const struct store_events events = {
 		.ready = persist_ready,
@@ -986,6 +899,7 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 
 	p->cfg = cfg;
 	p->base = base;
+	p->clock = clock;
 	p->engine = e;
 	p->ops = ops;
 	p->awaits_tail = &p->awaits;
@@ -994,21 +908,15 @@ persist_new(struct config *cfg, struct event_base *base, struct engine *e,
 	p->answer = answer;
 	p->ctx = ctx;
 	p->state = PST_OFF;
-	p->role = ROLE_SINGLE;
-	snprintf(p->owner_addr, sizeof(p->owner_addr), "-");
-	snprintf(p->advertise, sizeof(p->advertise), "-");
 	if (cfg->persistence == PERSIST_NONE)
 		return (p);
 	/* Not serving until the claim says whose the data set is. */
-	p->role = ROLE_STANDBY;
 	p->state = PST_LOADING;
 	p->store = ops->create(cfg, base, &events, p);
-	snprintf(p->subject, sizeof(p->subject), "redis %s",
-	    ops->address(p->store));
+	p->own = ownership_new(cfg, clock, ops, p->store, &persist_own_hooks,
+	    p, p->last_error, sizeof(p->last_error));
 	p->flush_ev = event_new(base, -1, 0, persist_flush_cb, p);
-	p->claim_ev = evtimer_new(base, persist_claim_cb, p);
-	p->owner_ev = evtimer_new(base, persist_owner_cb, p);
-	if (p->flush_ev == NULL || p->claim_ev == NULL || p->owner_ev == NULL)
+	if (p->flush_ev == NULL)
 		fatalx("cannot set up persistence events");
 	return (p);
 }
@@ -1019,8 +927,7 @@ persist_free(struct persist *p)
 	struct batch	 b = { NULL, 0, 0 };
 	struct flight	*f, last = { 0 };
 
-	if (p->store != NULL && p->role == ROLE_OWNER &&
-	    p->state != PST_LOADING) {
+	if (p->own != NULL && ownership_state(p->own) == OWN_OWNER) {
 		/* Last words: what the event loop had no turn left to send. */
 		while ((f = flight_pop(p)) != NULL) {
 			dirty_merge_flight(p, f);
@@ -1036,38 +943,41 @@ persist_free(struct persist *p)
 		if (p->ops->write_blocking(p->store, b.ch, b.n) == 0)
 			log_info("redis %s: %zu final changes written; gave up "
 			    "ownership (epoch %llu)", p->ops->address(p->store),
-			    b.n - 1, (unsigned long long)p->epoch);
+			    b.n - 1, (unsigned long long)ownership_epoch(p->own));
 		free(b.ch);
 		dirty_clear(&last.sems, &last.grants);	/* b pointed in */
 	}
 	persist_drop_pending(p);
+	persist_free_damaged(p);
+	ownership_free(p->own);
 	if (p->store != NULL)
 		p->ops->destroy(p->store);
 	if (p->flush_ev != NULL)
 		event_free(p->flush_ev);
-	if (p->claim_ev != NULL)
-		event_free(p->claim_ev);
-	if (p->owner_ev != NULL)
-		event_free(p->owner_ev);
 	free(p);
 }
 
 enum persist_role
 persist_role(struct persist *p)
 {
-	return (p->role);
+	if (p->own == NULL)
+		return (ROLE_SINGLE);
+	return (ownership_state(p->own) == OWN_OWNER ? ROLE_OWNER :
+	    ROLE_STANDBY);
 }
 
 void
 persist_get_stats(struct persist *p, struct persist_stats *st)
 {
-	struct flight	*f;
+	struct flight		*f;
+	enum persist_role	 role = persist_role(p);
 
-	st->role = role_names[p->role];
-	st->epoch = p->epoch;
-	st->owner = p->owner_addr;
-	st->state = p->role == ROLE_STANDBY ? "standby" :
-	    state_names[p->state];
+	st->role = role_names[role];
+	st->ownership = ownership_state_name(p->own != NULL ?
+	    ownership_state(p->own) : OWN_OFF);
+	st->epoch = p->own != NULL ? ownership_epoch(p->own) : 0;
+	st->owner = p->own != NULL ? ownership_owner_addr(p->own) : "-";
+	st->state = role == ROLE_STANDBY ? "standby" : state_names[p->state];
 	st->mode = config_persist_mode_name((enum persist_mode)
 	    p->cfg->persistence);
 	st->backlog = persist_backlog(p);
@@ -1075,7 +985,8 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	for (f = p->flights; f != NULL; f = f->next)
 		st->resync |= f->resync;
 	st->batches = p->batches;
-	st->failures = p->failures;
+	st->failures = p->failures + (p->own != NULL ?
+	    ownership_failures(p->own) : 0);
 	st->batch_ms = &p->batch_ms;
 	st->last_error = p->last_error;
 	st->durability = p->store != NULL ? p->ops->durability(p->store) :

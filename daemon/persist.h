@@ -10,9 +10,10 @@
  * is undone and answered ERR UNAVAILABLE, and while the store is down the
  * engine holds every grant.
  *
- * With persistence on, persist also keeps this daemon's ownership of the
- * data set (README "Ownership and standby"): it claims it before loading,
- * takes over as a standby, and gives it up at once when it cannot prove it.
+ * With persistence on, persist keeps this daemon's ownership of the data
+ * set (README "Ownership and standby") in owner.c, whose hooks it serves:
+ * load the data set when it is ours, drop everything pending when it is
+ * lost. Time comes from the injected clock (clock.h).
  *
  * persist knows neither sockets nor Redis: replies go out through the
  * answer callback, keyed by connection id, and writes through store.h.
@@ -36,14 +37,22 @@ enum persist_await_kind {
 	AWAIT_REFRESH	/* "OK <ms>" */
 };
 
+/* What became of the write a held-back reply waited for. */
+enum persist_outcome {
+	PERSIST_OK,		/* written */
+	PERSIST_FAILED,		/* not written: Redis refused it */
+	PERSIST_UNKNOWN		/* Redis did not answer: it may have been */
+};
+
 /*
- * Answer connection conn_id, if it is still there: ok, or ERR UNAVAILABLE
- * (a grant was then undone already).
+ * Answer connection conn_id, if it is still there: OK, or ERR UNAVAILABLE
+ * (a grant was then undone already, and its removal is written next).
  */
 typedef void (*persist_answer_fn)(void *ctx, uint64_t conn_id,
-    enum persist_await_kind kind, uint64_t token, uint32_t ms, int ok);
+    enum persist_await_kind kind, uint64_t token, uint32_t ms,
+    enum persist_outcome outcome);
 
-/* Who serves the data set (PROTOCOL.md "Ownership"). */
+/* Who serves the data set (doc/protocol.md; README "Ownership and standby"). */
 enum persist_role {
 	ROLE_SINGLE,	/* persistence none: nothing to own */
 	ROLE_OWNER,	/* this daemon owns the data set and serves it */
@@ -52,6 +61,7 @@ enum persist_role {
 
 struct persist_stats {
 	const char	*role;		/* "owner", "standby" or "single" */
+	const char	*ownership;	/* owner.h's state: "claiming", ... */
 	uint64_t	 epoch;		/* the owner's epoch; 0: none known */
 	const char	*owner;		/* the owner's advertised address, "-" */
 	const char	*state;		/* "ok", "down", "loading" or "off" */
@@ -84,8 +94,9 @@ struct store_ops;
 
 /* Persistence on ops's store (store_redis_ops; a fake in the tests). */
 struct persist	*persist_new(struct config *cfg, struct event_base *base,
-		    struct engine *e, const struct store_ops *ops,
-		    persist_answer_fn answer, void *ctx);
+		    const struct clock *clock, struct engine *e,
+		    const struct store_ops *ops, persist_answer_fn answer,
+		    void *ctx);
 /*
  * Write what is still pending (blocking, bounded by redis-timeout) and
  * free everything. Call before the connections are torn down: from here on
@@ -111,6 +122,15 @@ void		 persist_set_advertise(struct persist *p, const char *addr);
 /* The engine observer's share (server.c chains it before the replies). */
 void		 persist_observe(struct persist *p,
 		    const struct engine_event *ev);
+
+/*
+ * 1 while this daemon may answer as what it is. An owner past its
+ * ownership deadline gives the data set up first (closing every client
+ * connection through hooks->lost) and returns 0: call it before writing
+ * any reply, since a stopped process or a busy loop runs the deadline's
+ * timer late.
+ */
+int		 persist_owner_check(struct persist *p);
 
 /* 1 in sync mode: grants and REFRESH are answered through persist. */
 int		 persist_defers_replies(struct persist *p);

@@ -371,17 +371,15 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 		.standby = server_standby_cb,
 		.lost = server_lost_cb,
 	};
-	struct engine_clock	 clock;
-
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->base = base;
 	srv->start_ms = timers_now_ms();
-	srv->timers = timers_new(base, &clock);
-	srv->engine = engine_new(&clock, server_engine_event, srv,
+	srv->timers = timers_new(base, &srv->clock);
+	srv->engine = engine_new(&srv->clock, server_engine_event, srv,
 	    (uint32_t)cfg->max_semaphores);
-	srv->persist = persist_new(cfg, base, srv->engine, &store_redis_ops,
-	    cmd_persisted, srv);
+	srv->persist = persist_new(cfg, base, &srv->clock, srv->engine,
+	    &store_redis_ops, cmd_persisted, srv);
 	srv->accept_resume = evtimer_new(base, server_accept_resume_cb, srv);
 	if (srv->accept_resume == NULL)
 		fatalx("evtimer_new");

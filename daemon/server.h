@@ -54,6 +54,7 @@ struct server {
 	struct event_base	*base;
 	struct engine		*engine;
 	struct timers		*timers;
+	struct clock		 clock;		/* timers's, for everyone */
 	struct persist		*persist;	/* always set; may be "none" */
 	struct metrics		*metrics;	/* NULL: metrics-port 0 */
 	struct evconnlistener	*listeners[SERVER_MAX_LISTENERS];

@@ -41,6 +41,7 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 #include <hiredis/adapters/libevent.h>
+#include <uthash.h>
 
 #include "log.h"
 #include "proto.h"
@@ -119,6 +120,8 @@ struct store {
 	char			 renew_sha[48];
 
 	struct log_repeat	 failure;	/* what keeps failing, if so */
+	/* The oldest batch's error reply says Redis applied none of it. */
+	int			 oldest_refused;
 
 	char			 host[256];	/* or the unix socket path */
 	int			 port;		/* 0: unix socket */
@@ -203,10 +206,13 @@ store_encode(struct store *st, const struct store_change *ch,
 		store_key(st, key, ch->sem, ch->sem_len, "grants");
 		snprintf(num, sizeof(num), "%llu",
 		    (unsigned long long)ch->token);
-		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%llu "
+		/* "+T": the script writes Redis's TIME + T (store-scripts.h). */
+		snprintf(value, sizeof(value), "n=%u kind=%s deadline_ms=%s%llu "
 		    "name=%.*s addr=%.*s", ch->n,
 		    ch->kind == STORE_KIND_LEASE ? "lease" : "conn",
-		    (unsigned long long)ch->deadline_unix_ms, PROTO_LABEL_MAX,
+		    ch->kind == STORE_KIND_LEASE ? "+" : "",
+		    (unsigned long long)(ch->kind == STORE_KIND_LEASE ?
+		    ch->lease_ms : 0), PROTO_LABEL_MAX,
 		    ch->holder_name != NULL ? ch->holder_name : "-",
 		    STORE_HOLDER_ADDR_MAX - 1,
 		    ch->holder_addr != NULL ? ch->holder_addr : "-");
@@ -520,33 +526,65 @@ store_get_reply(redisContext *c, char *err, size_t errlen)
 	return (r);
 }
 
-/* Load one semaphore's two replies: its capacity and its grants. */
-static void
-store_load_sem(const struct store_loader *ld, void *ctx,
+/* What a load reads besides the semaphores: for the grants' decoding. */
+struct store_load_ctx {
+	const struct store_loader *ld;
+	void			*ctx;
+	uint64_t		 redis_now_ms;	/* Redis's TIME at the load */
+	uint64_t		 max_token;
+	int			 repair;	/* something was damaged */
+};
+
+/*
+ * Load one semaphore's two replies: its capacity and its grants. A
+ * damaged semaphore key is reported (its grants are kept); grants that
+ * cannot be read fail the load (-1, err): serving without them could
+ * grant what is held.
+ */
+static int
+store_load_sem(struct store *st, struct store_load_ctx *lc,
     const redisReply *name, const redisReply *cap, const redisReply *grants,
-    uint64_t *max_token)
+    char *err, size_t errlen)
 {
 	enum store_grant_kind	 kind;
-	uint64_t		 v, token, deadline;
+	uint64_t		 v, token, deadline, left;
 	uint32_t		 n;
 	size_t			 i;
 	char			 hname[PROTO_LABEL_MAX + 1];
 	char			 haddr[STORE_HOLDER_ADDR_MAX];
+	int			 damaged = 0;
 
 	if (name->type != REDIS_REPLY_STRING ||
 	    !proto_valid_name(name->str, name->len)) {
-		log_warnx("redis: skipping a semaphore with an invalid name");
-		return;
+		log_warnx("redis %s: skipping a member of %ssems that is not "
+		    "a valid semaphore name", st->address,
+		    st->cfg->redis_prefix);
+		lc->repair = 1;
+		return (0);
+	}
+	if (grants->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "key %s{%s}:grants is not a hash: its "
+		    "grants cannot be read, so this daemon will not serve (it "
+		    "could grant what is held); restore the key, or delete it "
+		    "if no permit of %s is held", st->cfg->redis_prefix,
+		    name->str, name->str);
+		return (-1);
+	}
+	if (cap->type == REDIS_REPLY_NIL && grants->elements == 0) {
+		/* A name left without keys: nothing held, nothing to keep. */
+		log_warnx("redis %s: semaphore %s is in %ssems but has no "
+		    "keys; dropping the name", st->address, name->str,
+		    st->cfg->redis_prefix);
+		lc->repair = 1;
+		return (0);
 	}
 	if (store_reply_u64(cap, &v) != 0 || cap->type == REDIS_REPLY_NIL ||
 	    v > PROTO_INT_MAX) {
-		log_warnx("redis: skipping semaphore %s: no valid capacity",
-		    name->str);
-		return;
+		damaged = 1;
+		v = 0;
+		lc->repair = 1;
 	}
-	ld->sem(ctx, name->str, (uint32_t)v);
-	if (grants->type != REDIS_REPLY_ARRAY)
-		return;
+	lc->ld->sem(lc->ctx, name->str, (uint32_t)v, damaged);
 	for (i = 0; i + 1 < grants->elements; i += 2) {
 		const redisReply *f = grants->element[i];
 		const redisReply *val = grants->element[i + 1];
@@ -557,16 +595,208 @@ store_load_sem(const struct store_loader *ld, void *ctx,
 		    token == 0 ||
 		    store_decode_grant(val->str, val->len, &n, &kind,
 		    &deadline, hname, haddr) != 0) {
-			log_warnx("redis: skipping a malformed grant of %s",
-			    name->str);
-			continue;
+			snprintf(err, errlen, "a grant of %s in %s{%s}:grants "
+			    "cannot be read: this daemon will not serve the "
+			    "data set without it; repair or delete that field",
+			    name->str, st->cfg->redis_prefix, name->str);
+			return (-1);
 		}
-		if (token > *max_token)
-			*max_token = token;
-		ld->grant(ctx, name->str, token, n, kind, deadline,
+		if (token > lc->max_token)
+			lc->max_token = token;
+		left = kind == STORE_KIND_LEASE && deadline > lc->redis_now_ms ?
+		    deadline - lc->redis_now_ms : 0;
+		lc->ld->grant(lc->ctx, name->str, token, n, kind, left,
 		    hname[0] != '\0' ? hname : NULL,
 		    haddr[0] != '\0' ? haddr : NULL);
 	}
+	return (0);
+}
+
+/*
+ * Redis's clock, in Unix ms: leases' ends are written on it (the write
+ * script), so what is left of them is measured on it too.
+ */
+static int
+store_redis_time(redisContext *c, uint64_t *ms, char *err, size_t errlen)
+{
+	redisReply	*r = redisCommand(c, "TIME");
+	uint64_t	 sec, usec;
+	int		 rc = -1;
+
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    store_reply_u64(r->element[0], &sec) == 0 &&
+	    store_reply_u64(r->element[1], &usec) == 0) {
+		*ms = sec * 1000 + usec / 1000;
+		rc = 0;
+	} else
+		snprintf(err, errlen, "TIME: %s", r == NULL ? c->errstr :
+		    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	freeReplyObject(r);
+	return (rc);
+}
+
+/* pattern with the glob characters of the prefix escaped, then suffix. */
+static void
+store_glob(struct store *st, char *buf, size_t size, const char *suffix)
+{
+	const char	*p;
+	size_t		 n = 0;
+
+	for (p = st->cfg->redis_prefix; *p != '\0' && n + 2 < size; p++) {
+		if (strchr("*?[]\\", *p) != NULL)
+			buf[n++] = '\\';
+		buf[n++] = *p;
+	}
+	snprintf(buf + n, size - n, "%s", suffix);
+}
+
+/* The semaphore names a load reads, without repeats. */
+struct store_names {
+	struct store_name {
+		char		*name;
+		UT_hash_handle	 hh;
+	}			*set;
+	char			**v;		/* in the order found */
+	size_t			 n, cap;
+};
+
+static void
+store_names_add(struct store_names *nm, const char *name, size_t len)
+{
+	struct store_name	*e;
+
+	HASH_FIND(hh, nm->set, name, len, e);
+	if (e != NULL)
+		return;
+	if (nm->n == nm->cap) {
+		nm->cap = nm->cap == 0 ? 64 : nm->cap * 2;
+		if ((nm->v = realloc(nm->v, nm->cap * sizeof(*nm->v))) == NULL)
+			abort();
+	}
+	e = xcalloc(1, sizeof(*e));
+	e->name = xcalloc(1, len + 1);
+	memcpy(e->name, name, len);
+	HASH_ADD_KEYPTR(hh, nm->set, e->name, len, e);
+	nm->v[nm->n++] = e->name;
+}
+
+static void
+store_names_free(struct store_names *nm)
+{
+	struct store_name	*e, *tmp;
+
+	HASH_ITER(hh, nm->set, e, tmp) {
+		HASH_DEL(nm->set, e);
+		free(e->name);
+		free(e);
+	}
+	free(nm->v);
+	memset(nm, 0, sizeof(*nm));
+}
+
+/* Add the NAME of a key "P{NAME}:sem" or "P{NAME}:grants", if it is one. */
+static void
+store_names_add_key(struct store *st, struct store_names *nm,
+    const redisReply *k)
+{
+	size_t		 plen = strlen(st->cfg->redis_prefix);
+	const char	*open, *close;
+
+	if (k->type != REDIS_REPLY_STRING || k->len <= plen + 2 ||
+	    memcmp(k->str, st->cfg->redis_prefix, plen) != 0 ||
+	    k->str[plen] != '{')
+		return;
+	open = k->str + plen + 1;
+	if ((close = strstr(open, "}:")) == NULL ||
+	    (strcmp(close, "}:sem") != 0 && strcmp(close, "}:grants") != 0) ||
+	    !proto_valid_name(open, (size_t)(close - open)))
+		return;
+	store_names_add(nm, open, (size_t)(close - open));
+}
+
+/*
+ * The set of names is damaged (or gone while tokens were issued): find
+ * the semaphores by their own keys instead. Returns -1 with err on an I/O
+ * error.
+ */
+static int
+store_scan_names(struct store *st, redisContext *c, struct store_names *nm,
+    char *err, size_t errlen)
+{
+	redisReply	*r;
+	char		 match[STORE_KEY_MAX * 2], cursor[32] = "0";
+	size_t		 i;
+
+	store_glob(st, match, sizeof(match), "{*}:*");
+	do {
+		r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor,
+		    match);
+		if (r == NULL || r->type != REDIS_REPLY_ARRAY ||
+		    r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "SCAN: %s", r == NULL ?
+			    c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
+			    "unexpected reply");
+			freeReplyObject(r);
+			return (-1);
+		}
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		for (i = 0; i < r->element[1]->elements; i++)
+			store_names_add_key(st, nm, r->element[1]->element[i]);
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0") != 0);
+	return (0);
+}
+
+/*
+ * The semaphore names: P sems, or, when that set is damaged or gone while
+ * tokens were issued, the names of the semaphores' own keys (then *repair).
+ */
+static int
+store_load_names(struct store *st, redisContext *c, uint64_t bound,
+    struct store_names *nm, int *repair, char *err, size_t errlen)
+{
+	char		 key[STORE_KEY_MAX];
+	redisReply	*r;
+	size_t		 i;
+	int		 scan;
+
+	store_key(st, key, NULL, 0, "sems");
+	if ((r = redisCommand(c, "SMEMBERS %s", key)) == NULL) {
+		snprintf(err, errlen, "SMEMBERS %s: %s", key, c->errstr);
+		return (-1);
+	}
+	if (r->type == REDIS_REPLY_ARRAY) {
+		for (i = 0; i < r->elements; i++)
+			if (r->element[i]->type == REDIS_REPLY_STRING)
+				store_names_add(nm, r->element[i]->str,
+				    r->element[i]->len);
+		scan = r->elements == 0 && bound > 0;
+	} else if (r->type == REDIS_REPLY_ERROR &&
+	    strstr(r->str, "WRONGTYPE") != NULL) {
+		log_warnx("redis %s: key %s has the wrong type; finding the "
+		    "semaphores by their own keys, and rewriting it",
+		    st->address, key);
+		scan = 1;
+	} else {
+		snprintf(err, errlen, "SMEMBERS %s: %s", key,
+		    r->type == REDIS_REPLY_ERROR ? r->str : "not a set");
+		freeReplyObject(r);
+		return (-1);
+	}
+	freeReplyObject(r);
+	if (!scan)
+		return (0);
+	i = nm->n;
+	if (store_scan_names(st, c, nm, err, errlen) != 0)
+		return (-1);
+	if (nm->n > i) {
+		log_warnx("redis %s: %zu semaphores had keys but were missing "
+		    "from %s; restoring them", st->address, nm->n - i, key);
+		*repair = 1;
+	}
+	return (0);
 }
 
 /*
@@ -601,64 +831,73 @@ store_run_blocking(struct store *st, redisContext *c,
 
 static int
 store_load(struct store *st, const struct store_loader *ld, void *ctx,
-    uint64_t reserve, uint64_t *tokens, char *err, size_t errlen)
+    uint64_t reserve, uint64_t *tokens, int *repair, char *err,
+    size_t errlen)
 {
-	char		 key[STORE_KEY_MAX];
-	redisContext	*c;
-	redisReply	*r = NULL, *names = NULL, *cap, *grants;
-	size_t		 i;
-	int		 rc = -1;
-	uint64_t	 bound;
+	char			 key[STORE_KEY_MAX];
+	redisContext		*c;
+	redisReply		*r = NULL, *cap, *grants;
+	struct store_names	 nm = { NULL, NULL, 0, 0 };
+	struct store_load_ctx	 lc = { ld, ctx, 0, 0, 0 };
+	size_t			 i;
+	int			 rc = -1;
+	uint64_t		 bound;
 
 	if ((c = store_connect_blocking(st, err, errlen)) == NULL)
 		return (-1);
+	if (store_redis_time(c, &lc.redis_now_ms, err, errlen) != 0)
+		goto out;
 	store_key(st, key, NULL, 0, "tokens");
 	r = redisCommand(c, "GET %s", key);
 	if (r == NULL || store_reply_u64(r, &bound) != 0) {
-		snprintf(err, errlen, "GET %s: %s", key, r == NULL ?
+		snprintf(err, errlen, "GET %s: %s%s", key, r == NULL ?
 		    c->errstr : r->type == REDIS_REPLY_ERROR ? r->str :
-		    "not a number");
+		    "not a number", r == NULL ? "" : "; the token bound is "
+		    "lost: set it above every token issued (redis-cli SET "
+		    "KEY N) to serve again");
 		goto out;
 	}
-	store_key(st, key, NULL, 0, "sems");
-	names = redisCommand(c, "SMEMBERS %s", key);
-	if (names == NULL || names->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "SMEMBERS %s: %s", key, names == NULL ?
-		    c->errstr : names->type == REDIS_REPLY_ERROR ? names->str :
-		    "not a set");
+	if (store_load_names(st, c, bound, &nm, &lc.repair, err, errlen) != 0)
 		goto out;
-	}
 	/* Pipelined: two requests per semaphore, then read the replies. */
-	for (i = 0; i < names->elements; i++) {
-		const redisReply *nm = names->element[i];
-
-		store_key(st, key, nm->str, nm->len, "sem");
+	for (i = 0; i < nm.n; i++) {
+		store_key(st, key, nm.v[i], strlen(nm.v[i]), "sem");
 		redisAppendCommand(c, "HGET %s capacity", key);
-		store_key(st, key, nm->str, nm->len, "grants");
+		store_key(st, key, nm.v[i], strlen(nm.v[i]), "grants");
 		redisAppendCommand(c, "HGETALL %s", key);
 	}
-	for (i = 0; i < names->elements; i++) {
+	for (i = 0; i < nm.n; i++) {
+		redisReply	 name = { .type = REDIS_REPLY_STRING,
+				    .str = nm.v[i], .len = strlen(nm.v[i]) };
+		int		 bad;
+
 		if ((cap = store_get_reply(c, err, errlen)) == NULL)
 			goto out;
 		if ((grants = store_get_reply(c, err, errlen)) == NULL) {
 			freeReplyObject(cap);
 			goto out;
 		}
-		store_load_sem(ld, ctx, names->element[i], cap, grants,
-		    &bound);
+		bad = store_load_sem(st, &lc, &name, cap, grants, err, errlen);
 		freeReplyObject(cap);
 		freeReplyObject(grants);
+		if (bad)
+			goto out;
 	}
+	if (lc.max_token > bound)
+		bound = lc.max_token;
+	if (*tokens > bound)
+		bound = *tokens;
 	/* Reserve the first block before any token is issued (fenced). */
 	if (store_run_blocking(st, c, &(struct store_change){
 	    .type = STORE_TOKENS, .token = bound + reserve }, 1, err,
 	    errlen) != 0)
 		goto out;
 	*tokens = bound;
+	*repair = lc.repair;
 	rc = 0;
 out:
 	freeReplyObject(r);
-	freeReplyObject(names);
+	store_names_free(&nm);
 	redisFree(c);
 	return (rc);
 }
@@ -829,11 +1068,51 @@ store_succeeded(struct store *st)
 	st->ev.renewed(st->ctx, req.sent_ms);
 }
 
+/*
+ * Report n batches that will not be acknowledged, oldest first. Only the
+ * oldest can be known not to have been applied (refused): a later one may
+ * have run before the connection went.
+ */
+static void
+store_fail_batches(struct store *st, unsigned n, int refused)
+{
+	unsigned	i;
+
+	for (i = 0; i < n; i++)
+		st->ev.batch_done(st->ctx, i == 0 && refused ? STORE_REFUSED :
+		    STORE_UNKNOWN);
+}
+
+/*
+ * 1 when a write script's error reply means it changed nothing: the
+ * errors Redis gives before a script runs, or at its first write, which is
+ * the fence's own (store-scripts.h). Any other error may have come after
+ * some of the batch was applied: its outcome is unknown.
+ */
+static int
+store_applied_nothing(const redisReply *r)
+{
+	static const char *const before[] = { "NOSCRIPT", "LOADING",
+	    "NOAUTH", "BUSY", "READONLY", "OOM", "MISCONF", "NOREPLICAS",
+	    "MASTERDOWN" };
+	size_t	i;
+
+	if (r == NULL || r->type != REDIS_REPLY_ERROR)
+		return (0);
+	for (i = 0; i < sizeof(before) / sizeof(before[0]); i++)
+		if (strstr(r->str, before[i]) != NULL)
+			return (1);
+	return (0);
+}
+
 /* The fence refused us: drop the connection for good and say so. */
 static void
 store_deposed(struct store *st, const char *owner)
 {
 	redisAsyncContext	*ac = st->ac;
+	int			 refused = st->ninflight > 0 &&
+				    st->inflight[st->inflight_head].step ==
+				    STEP_EXEC;
 	unsigned		 nbatches = store_drop_inflight(st);
 	char			 who[STORE_ADDR_MAX + 64];
 
@@ -842,8 +1121,8 @@ store_deposed(struct store *st, const char *owner)
 	st->ready = 0;
 	st->epoch = 0;
 	redisAsyncFree(ac);
-	while (nbatches-- > 0)
-		st->ev.batch_done(st->ctx, 0);
+	/* The fence runs first: the refused batch changed nothing. */
+	store_fail_batches(st, nbatches, refused);
 	st->ev.fenced(st->ctx, who);
 }
 
@@ -946,12 +1225,15 @@ store_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 			break;
 		}
 		if (!store_write_ok(r, why, sizeof(why))) {
+			st->oldest_refused = store_applied_nothing(r);
 			store_fail(st, why, 1);
 			break;
 		}
 		store_succeeded(st);
+		if (st->ac != ac)
+			break;	/* the acknowledgement came too late */
 		store_report_repaired(st, r);
-		st->ev.batch_done(st->ctx, 1);
+		st->ev.batch_done(st->ctx, STORE_ACKED);
 		break;
 	case STEP_HEARTBEAT:
 		if (store_is_fenced(r, &owner)) {
@@ -967,7 +1249,8 @@ store_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 			break;
 		}
 		store_succeeded(st);
-		st->ev.heartbeat(st->ctx, v);
+		if (st->ac == ac)
+			st->ev.heartbeat(st->ctx, v);
 		break;
 	}
 }
@@ -1188,8 +1471,8 @@ store_fail(struct store *st, const char *why, int drop)
 	evtimer_add(st->retry_ev, &tv);
 
 	/* A failed batch fails every later one: all are written again. */
-	while (nbatches-- > 0)
-		st->ev.batch_done(st->ctx, 0);
+	store_fail_batches(st, nbatches, st->oldest_refused);
+	st->oldest_refused = 0;
 	st->ev.lost(st->ctx, reason);
 }
 
@@ -1251,11 +1534,13 @@ store_claim_answered(struct store *st, const redisReply *r)
 	struct store_owner	 own;
 	char			 why[256];
 	long long		 status;
+	uint64_t		 tokens;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
 	    r->element[0]->type != REDIS_REPLY_INTEGER ||
 	    r->element[1]->type != REDIS_REPLY_STRING ||
-	    r->element[2]->type != REDIS_REPLY_INTEGER) {
+	    r->element[2]->type != REDIS_REPLY_INTEGER ||
+	    store_reply_u64(r->element[3], &tokens) != 0) {
 		snprintf(why, sizeof(why), "claiming %sowner (and %sepoch): %s",
 		    st->cfg->redis_prefix, st->cfg->redis_prefix,
 		    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
@@ -1266,18 +1551,22 @@ store_claim_answered(struct store *st, const redisReply *r)
 	own.sent_ms = st->claim_sent_ms;
 	status = r->element[0]->integer;
 	own.epoch = (uint64_t)r->element[2]->integer;
+	own.tokens = tokens;
 	if (status == 1) {
 		own.ours = 1;
 		st->epoch = own.epoch;
 		snprintf(st->fence, sizeof(st->fence), "%llu %s ",
 		    (unsigned long long)st->epoch, st->id);
 		snprintf(own.addr, sizeof(own.addr), "%s", st->advertise);
-	} else if (status == 2) {
-		own.superseded = 1;
+	} else if (status == 2 || status == 4) {
+		own.superseded = status == 2;
+		own.epoch_lost = status == 4;
 		snprintf(own.addr, sizeof(own.addr), "-");
-	} else
+	} else {
+		own.wait = status == 3;
 		store_parse_owner(r->element[1]->str, r->element[1]->len,
 		    &own);
+	}
 	evtimer_del(st->claim_deadline_ev);
 	st->claiming = 0;
 	if (own.ours) {
@@ -1386,10 +1675,11 @@ store_claim_conn(struct store *st)
 
 static void
 store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only)
+    int resume_only, uint64_t least_epoch)
 {
 	char			 okey[STORE_KEY_MAX], ekey[STORE_KEY_MAX],
-				 num[24], lease[24];
+				 tkey[STORE_KEY_MAX], num[24], lease[24],
+				 least[24];
 	struct timeval		 tv = {
 		(time_t)(st->cfg->redis_timeout_ms / 1000),
 		(suseconds_t)(st->cfg->redis_timeout_ms % 1000) * 1000 };
@@ -1401,15 +1691,17 @@ store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 		return;		/* claimed() said why */
 	store_key(st, okey, NULL, 0, "owner");
 	store_key(st, ekey, NULL, 0, "epoch");
+	store_key(st, tkey, NULL, 0, "tokens");
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)resume_epoch);
+	snprintf(least, sizeof(least), "%llu", (unsigned long long)least_epoch);
 	snprintf(lease, sizeof(lease), "%lld",
 	    (long long)st->cfg->owner_lease_ms);
 	/* The lease runs from no later than this. */
 	st->claim_sent_ms = timers_now_ms();
 	redisAsyncCommand(ac, store_claim_reply_cb,
-	    (void *)(intptr_t)CLAIM_EVAL, "EVAL %s 2 %s %s %s %s %s %s %s",
-	    STORE_LUA_CLAIM, okey, ekey, st->id, addr, num,
-	    resume_only ? "1" : "0", lease);
+	    (void *)(intptr_t)CLAIM_EVAL, "EVAL %s 3 %s %s %s %s %s %s %s %s %s",
+	    STORE_LUA_CLAIM, okey, ekey, tkey, st->id, addr, num,
+	    resume_only ? "1" : "0", lease, least);
 	evtimer_add(st->claim_deadline_ev, &tv);
 }
 

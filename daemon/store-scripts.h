@@ -40,22 +40,37 @@
 	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
 
 /*
- * Claim: KEYS owner, epoch; ARGV id, addr, resume epoch (0: none),
- * resume only ("1"), lease ms. Answers {1, value, epoch} when the data set
- * is ours now, {0, owner's value, last epoch} when someone else owns it,
- * {2, "", last epoch} when resume only and the epoch moved on.
+ * Claim: KEYS owner, epoch, tokens; ARGV id, addr, resume epoch (0: none),
+ * resume only ("1"), lease ms, least epoch (the highest this daemon has
+ * seen). Answers {status, value, last epoch, token bound}:
+ *   1  the data set is ours now (value: the owner key's);
+ *   0  someone else owns it (value: the owner key's);
+ *   2  resume only, and the epoch moved on;
+ *   3  the key is this process's own, from a claim or write that it saw
+ *      no answer to: it is left to expire, never renewed here, so that a
+ *      daemon whose replies are lost (a one-way partition) cannot keep
+ *      the data set from a standby for ever;
+ *   4  the epoch counter is absent or below the least epoch: Redis lost
+ *      its data (flushed, restarted empty) while an owner may still hold
+ *      leases in memory. Taking it would start tokens and epochs again
+ *      from scratch, so the claimer waits for that owner to restore its
+ *      claim (the fence does) or for an operator to set the counter.
+ * The token bound is "0" when absent or not a string.
  */
 #define STORE_LUA_CLAIM							\
 	"local cur = redis.call('GET', KEYS[1])\n"			\
 	"local last = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n" \
+	"local t = redis.pcall('GET', KEYS[3])\n"			\
+	"if type(t) ~= 'string' then t = '0' end\n"			\
 	"local resume = tonumber(ARGV[3])\n"				\
 	"if cur then\n"							\
 	"  local e, id = string.match(cur, '^(%d+) (%S+)')\n"		\
-	"  if id ~= ARGV[1] or tonumber(e) ~= resume then\n"		\
-	"    return {0, cur, last}\n"					\
-	"  end\n"							\
-	"elseif ARGV[4] == '1' and last ~= resume then\n"		\
-	"  return {2, '', last}\n"					\
+	"  if id == ARGV[1] then return {3, cur, last, t} end\n"	\
+	"  return {0, cur, last, t}\n"					\
+	"end\n"								\
+	"if last < tonumber(ARGV[6]) then return {4, '', last, t} end\n" \
+	"if ARGV[4] == '1' and last ~= resume then\n"			\
+	"  return {2, '', last, t}\n"					\
 	"end\n"								\
 	"local epoch = resume\n"					\
 	"if resume == 0 or last ~= resume then\n"			\
@@ -63,21 +78,40 @@
 	"end\n"								\
 	"local v = epoch .. ' ' .. ARGV[1] .. ' ' .. ARGV[2]\n"		\
 	"redis.call('SET', KEYS[1], v, 'PX', ARGV[5])\n"		\
-	"return {1, v, epoch}\n"
+	"return {1, v, epoch, t}\n"
 
 /*
  * Write: KEYS owner, epoch; ARGV fence, value, lease ms, then commands, each as
  * its word count and its words. A key of semd's with the wrong type (a
  * foreign key under the prefix) is replaced: semd's keys are its copy of
  * memory. Answers the list of keys replaced; any other error aborts.
+ *
+ * A lease's end is written on Redis's clock, not semd's: a grant's value
+ * says "deadline_ms=+T" (T ms left) and the script turns it into Redis's
+ * TIME + T, so that a standby whose wall clock is ahead cannot end a lease
+ * early (the load measures what is left against Redis's TIME again).
+ * TIME in a script that writes needs effects replication (the default
+ * from Redis 5 on; asked for explicitly, before any write, for Redis 3.2
+ * and 4).
  */
 #define STORE_LUA_WRITE							\
+	"if redis.replicate_commands then redis.replicate_commands() end\n" \
 	STORE_LUA_FENCE							\
+	"local tm = redis.call('TIME')\n"				\
+	"local now = tonumber(tm[1]) * 1000 + "				\
+	"math.floor(tonumber(tm[2]) / 1000)\n"				\
+	"local function at(left)\n"					\
+	"  return 'deadline_ms=' .. string.format('%.0f', "		\
+	"now + tonumber(left))\n"					\
+	"end\n"								\
 	"local repaired = {}\n"						\
 	"local i = 4\n"							\
 	"while i <= #ARGV do\n"						\
 	"  local n = tonumber(ARGV[i])\n"				\
 	"  local cmd = {unpack(ARGV, i + 1, i + n)}\n"			\
+	"  if cmd[1] == 'HSET' and cmd[4] then\n"			\
+	"    cmd[4] = string.gsub(cmd[4], 'deadline_ms=%+(%d+)', at)\n"	\
+	"  end\n"							\
 	"  local r = redis.pcall(unpack(cmd))\n"			\
 	"  if type(r) == 'table' and r.err then\n"			\
 	"    if not string.find(r.err, 'WRONGTYPE', 1, true) then\n"	\

@@ -3,7 +3,8 @@
  *
  * The store knows the data model (README "Persistence") and the wire, and
  * nothing of semd's rules: persist.c decides what to write and when, and
- * hands the store batches of changes, each written as one MULTI/EXEC.
+ * hands the store batches of changes, each written as one fenced script
+ * call (EVALSHA), which Redis runs whole (atomically).
  *
  * Start-up reads everything with a blocking connection (store_load); after
  * that one asynchronous connection on semd's own event loop carries the
@@ -56,7 +57,9 @@ struct store_change {
 	uint64_t		 token;		/* GRANT_*; STORE_TOKENS: the bound */
 	uint32_t		 n;		/* STORE_GRANT_PUT */
 	enum store_grant_kind	 kind;		/* STORE_GRANT_PUT */
-	uint64_t		 deadline_unix_ms; /* leases: wall-clock end */
+	uint64_t		 lease_ms;	/* leases: the time left; the
+						 * store writes the end on
+						 * Redis's clock */
 	const char		*holder_name;	/* STORE_GRANT_PUT; NULL: - */
 	const char		*holder_addr;	/* STORE_GRANT_PUT; NULL: - */
 };
@@ -70,6 +73,19 @@ struct store_owner {
 	uint64_t	 epoch;		/* ours, else the owner's or the last */
 	char		 addr[STORE_ADDR_MAX];	/* the owner's, or "-" */
 	uint64_t	 sent_ms;	/* ours: the lease runs from then */
+	int		 wait;		/* our own key, unacknowledged: it
+					 * must expire first */
+	int		 epoch_lost;	/* the epoch counter is absent or
+					 * below the least epoch asked */
+	uint64_t	 tokens;	/* Redis's token bound, as seen */
+};
+
+/* What became of a batch. */
+enum store_outcome {
+	STORE_ACKED,		/* Redis applied it */
+	STORE_REFUSED,		/* Redis answered an error: not applied */
+	STORE_UNKNOWN		/* no answer (timeout, connection lost): it
+				 * may or may not have been applied */
 };
 
 /* What the asynchronous connection reports; ctx is the create's. */
@@ -80,8 +96,8 @@ struct store_events {
 	 */
 	void	(*ready)(void *ctx, uint64_t tokens, char **names,
 		    size_t nnames);
-	/* The oldest batch in flight was acknowledged (ok) or not (!ok). */
-	void	(*batch_done)(void *ctx, int ok);
+	/* What became of the oldest batch in flight. */
+	void	(*batch_done)(void *ctx, enum store_outcome outcome);
 	/* The connection failed; reconnection is under way. */
 	void	(*lost)(void *ctx, const char *why);
 	/* A heartbeat answered with Redis's token bound. */
@@ -95,7 +111,7 @@ struct store_events {
 	/*
 	 * A fenced request found the data set owned by someone else (owner:
 	 * the owner key's value, or "-"): it changed nothing. The connection
-	 * is dropped and not retried; batch_done(!ok) came first if a batch
+	 * is dropped and not retried; batch_done() came first if a batch
 	 * was in flight.
 	 */
 	void	(*fenced)(void *ctx, const char *owner);
@@ -113,14 +129,19 @@ struct store_events {
 };
 
 /*
- * What store_load finds, one call per object. A grant's holder name and
- * address are NULL when unknown (stored as "-", or by an older semd).
+ * What store_load finds, one call per object. A semaphore whose own key
+ * was damaged (wrong type, no valid capacity) comes with damaged set and
+ * capacity 0: its grants follow all the same, and the caller decides its
+ * capacity. A grant's holder name and address are NULL when unknown
+ * (stored as "-", or by an older semd); lease_left_ms is what is left of
+ * a lease on Redis's clock (0 when it has ended), 0 for a bound grant.
  */
 struct store_loader {
-	void	(*sem)(void *ctx, const char *name, uint32_t capacity);
+	void	(*sem)(void *ctx, const char *name, uint32_t capacity,
+		    int damaged);
 	void	(*grant)(void *ctx, const char *sem, uint64_t token,
 		    uint32_t n, enum store_grant_kind kind,
-		    uint64_t deadline_unix_ms, const char *holder_name,
+		    uint64_t lease_left_ms, const char *holder_name,
 		    const char *holder_addr);
 };
 
@@ -142,21 +163,30 @@ struct store_ops {
 	 * on; claimed() follows, perhaps from inside this call). resume_epoch
 	 * (0: none) is the epoch this daemon held: it is kept when nobody
 	 * owned the data set since; with resume_only, nothing else is taken
-	 * (superseded says so).
+	 * (superseded says so). A key that is present is never taken or
+	 * renewed, not even this process's own (wait says so). Nothing is
+	 * taken while the epoch counter is below least_epoch (epoch_lost).
 	 */
 	void		 (*claim)(struct store *st, const char *addr,
-			    uint64_t resume_epoch, int resume_only);
+			    uint64_t resume_epoch, int resume_only,
+			    uint64_t least_epoch);
 	/* The advertised address changed (the port is known once bound). */
 	void		 (*advertise)(struct store *st, const char *addr);
 	/*
 	 * Blocking, after a claim: read every semaphore and grant, then
 	 * raise Redis's token bound (fenced) to *tokens + reserve, where
-	 * *tokens comes back as the highest token Redis knows of (its bound,
-	 * or a higher grant). Returns 0, or -1 with a message in err.
+	 * *tokens comes in as the least bound the caller knows of and comes
+	 * back as the highest token known (that, Redis's bound, or a higher
+	 * grant). Damaged keys never drop grants: a set of names that is
+	 * damaged is rebuilt from the semaphores' keys (SCAN), a semaphore
+	 * whose own key is damaged is reported damaged; a grants key or a
+	 * grant that cannot be read, or a token bound that is not a number,
+	 * fails the load. Returns 0 (*repair set when anything was damaged,
+	 * so that the caller rewrites Redis), or -1 with a message in err.
 	 */
 	int		 (*load)(struct store *st, const struct store_loader *ld,
 			    void *ctx, uint64_t reserve, uint64_t *tokens,
-			    char *err, size_t errlen);
+			    int *repair, char *err, size_t errlen);
 	/*
 	 * Blocking, at shutdown: write changes (fenced) on a connection of
 	 * its own, bounded by redis-timeout. Returns 0 or -1.

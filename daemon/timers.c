@@ -115,7 +115,7 @@ timers_add(void *ctx, uint64_t delay_ms, void (*fire)(void *), void *arg)
 	 * Never early: libevent counts from the time it cached when this
 	 * loop turn began, which may be well before now on a busy turn, and
 	 * the engine's millisecond clock truncates. A lease must end late,
-	 * never early (PROTOCOL.md), so count from now and round up.
+	 * never early (doc/protocol.md, "Semantics"), so count from now and round up.
 	 */
 	event_base_update_cache_time(t->base);
 	if (evtimer_add(tm->ev, timers_timeval(t, delay_ms + 1, &plain)) != 0)
@@ -135,7 +135,7 @@ timers_del(void *ctx, void *handle)
 }
 
 struct timers *
-timers_new(struct event_base *base, struct engine_clock *clock)
+timers_new(struct event_base *base, struct clock *clock)
 {
 	struct timers	*t = xcalloc(1, sizeof(*t));
 

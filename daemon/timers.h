@@ -17,7 +17,7 @@ struct timers;
 
 /* Timers on base; fill *clock for engine_new(). */
 struct timers	*timers_new(struct event_base *base,
-		    struct engine_clock *clock);
+		    struct clock *clock);
 /* Free the provider; every timer must have been deleted or fired. */
 void		 timers_free(struct timers *t);
 /* The monotonic clock in milliseconds, as the engine sees it. */

@@ -19,7 +19,10 @@
 #define PROTO_ERRMSG_MAX	160		/* human text after ERR CODE */
 #define PROTO_DEFAULT_PORT	7313
 
-/* Error codes, in the order PROTOCOL.md lists them (1.0, then 1.1). X(code) */
+/*
+ * Error codes, in the order doc/protocol.md lists them (1.0, then 1.1).
+ * X(code)
+ */
 #define PROTO_ERRORS(X)	\
 	X(PROTO)	\
 	X(TOOLONG)	\

@@ -3,7 +3,7 @@
  *
  * The daemon formats "ERR CODE text"; the client library parses every
  * reply line and picks key=value fields out of it. Parsing is lenient
- * where PROTOCOL.md asks clients to be (extra words, unknown codes and
+ * where the protocol (doc/protocol.md) asks clients to be (extra words, unknown codes and
  * keys) and strict about the first word, so garbage is never taken for
  * a reply. Words are split by proto_next_word(), as requests are.
  */

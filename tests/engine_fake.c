@@ -71,7 +71,7 @@ fake_timer_del(void *ctx, void *handle)
 	free(t);
 }
 
-const struct engine_clock fake_clock = {
+const struct clock fake_clock = {
 	fake_now_ms, fake_timer_add, fake_timer_del, NULL
 };
 
@@ -125,6 +125,12 @@ fake_advance(uint64_t ms)
 		fire(arg);
 	}
 	fake_now = until_ms;
+}
+
+void
+fake_jump(uint64_t ms)
+{
+	fake_now += ms;
 }
 
 const char *

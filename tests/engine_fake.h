@@ -1,6 +1,7 @@
 /*
  * engine_fake.h: what the engine's tests share (tests/test_engine.c and
- * the engine fuzzer tests/fuzz/fuzz_engine.c): a fake clock whose timers
+ * the engine fuzzer tests/fuzz/fuzz_engine.c, and the persistence tests
+ * tests/test_persist.c): a fake clock whose timers
  * fire only when the test moves time with fake_advance(), and a check of
  * one semaphore's counters against its lists.
  */
@@ -12,7 +13,7 @@
 #include "engine.h"
 
 /* The clock to give engine_new(). */
-extern const struct engine_clock	 fake_clock;
+extern const struct clock	 fake_clock;
 /* Read-only for tests: the time now and the timers armed. */
 extern uint64_t				 fake_now;
 extern unsigned				 fake_ntimers;
@@ -29,6 +30,11 @@ void		 fake_reset(uint64_t now_ms);
  * order (ties in arming order), timers armed by a fired callback included.
  */
 void		 fake_advance(uint64_t ms);
+/*
+ * Move the clock ms forward and fire nothing, as for a process that was
+ * stopped: what fell due fires at the next fake_advance().
+ */
+void		 fake_jump(uint64_t ms);
 
 /*
  * NULL if s->used, s->nholders and s->nwaiters agree with its lists and

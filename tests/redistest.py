@@ -450,8 +450,9 @@ class PSemd:
     the same arguments: .d is the running semdtest.Semd."""
 
     def __init__(self, r, args, grace="2s", port=0, timeout=30.0,
-                 start=True):
+                 start=True, env=None):
         self.redis_args = ["--redis", r.addr()]
+        self.env = env
         if grace is not None:
             self.redis_args += ["--reclaim-grace", grace]
         self.args = list(args)
@@ -465,7 +466,8 @@ class PSemd:
     def start(self, wait_ready=True):
         self.d = start_semd(*(self.redis_args + self.args +
                               ["--port", str(self.port)]),
-                            timeout=self.timeout, wait_ready=wait_ready)
+                            timeout=self.timeout, wait_ready=wait_ready,
+                            env=self.env)
         if wait_ready:
             self.port = self.d.port
         return self.d
@@ -563,6 +565,7 @@ def _with_cleanup(t):
         try:
             t()
         finally:
+            _cont_stopped()
             for d in list(semdtest._live):
                 d.stop()
             _stop_all_redis()
@@ -586,9 +589,14 @@ def run(*tests, time_limit=120):
 def role_of(c, timeout=5.0):
     """ROLE parsed: {'role': .., 'epoch': int, 'owner': ..}; raises
     AssertionError on another reply."""
-    got = c.cmd("ROLE", timeout)
+    return role_reply(c.cmd("ROLE", timeout))
+
+
+def role_reply(got):
+    """A ROLE reply parsed as role_of() does (AssertionError on another
+    reply, None included)."""
     m = re.fullmatch(r"OK role=(\S+) epoch=([0-9]+) owner=(\S+)(?: .*)?",
-                     got)
+                     got or "")
     if not m:
         raise AssertionError("ROLE: got %r, expected 'OK role=.. epoch=.. "
                              "owner=..'" % (got,))
@@ -651,6 +659,9 @@ class Proxy:
     of the test, for cutting a daemon off from Redis: pause() stops moving
     bytes both ways and accepting connections, without closing anything
     (a partition: the peers see silence); resume() moves them again.
+    cut_replies() is a one-way partition: what the daemon sends still
+    reaches Redis (its writes land), what Redis answers is read and thrown
+    away (the daemon hears nothing); heal() forwards both ways again.
     close() closes every socket."""
 
     def __init__(self, target):
@@ -666,7 +677,10 @@ class Proxy:
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.lsock, selectors.EVENT_READ, None)
         self.peer = {}              # socket -> the socket it forwards to
+        self.upstream = set()       # the sockets connected to target
         self.paused = False
+        self.drop_replies = False   # one way: target -> client dropped
+        self.dropped = 0            # bytes thrown away since the cut
         self.done = False
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._loop, daemon=True,
@@ -685,6 +699,15 @@ class Proxy:
         with self.lock:
             self.paused = False
 
+    def cut_replies(self):
+        with self.lock:
+            self.drop_replies = True
+            self.dropped = 0
+
+    def heal(self):
+        with self.lock:
+            self.drop_replies = False
+
     def _drop(self, s):
         o = self.peer.pop(s, None)
         for x in (s, o):
@@ -697,6 +720,8 @@ class Proxy:
             x.close()
         if o is not None:
             self.peer.pop(o, None)
+        self.upstream.discard(s)
+        self.upstream.discard(o)
 
     def _accept(self):
         import selectors
@@ -713,6 +738,7 @@ class Proxy:
             s.setblocking(False)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.peer[a], self.peer[b] = b, a
+        self.upstream.add(b)
         self.sel.register(a, selectors.EVENT_READ, None)
         self.sel.register(b, selectors.EVENT_READ, None)
 
@@ -726,6 +752,12 @@ class Proxy:
         o = self.peer.get(s)
         if not data or o is None:
             self._drop(s)
+            return
+        with self.lock:
+            lost = self.drop_replies and s in self.upstream
+            if lost:
+                self.dropped += len(data)
+        if lost:
             return
         try:
             o.setblocking(True)
@@ -824,3 +856,152 @@ def poll_grant(port, req, timeout=15.0, interval=0.01):
     finally:
         if c is not None:
             c.close()
+
+
+# --------------------------------------------------------------------------
+# Failover safety (issue 16): a pair on one data set, a paused or busy
+# owner, a skewed wall clock
+# --------------------------------------------------------------------------
+
+def start_pair(r, args, lease="1s", grace="2s", owner_redis=None,
+               standby_redis=None, standby_env=None, owner_env=None):
+    """Two semd on r's data set, both `standby yes`: the owner first, then
+    the standby (each may reach Redis through its own Proxy: owner_redis,
+    standby_redis). Returns (owner, standby) PSemds, checked by ROLE."""
+    a = PSemd(owner_redis or r, list(args) + ownership_args(lease, True),
+              grace=grace, env=owner_env)
+    ro, t = wait_role(a.port, "owner", 10)
+    ok(t is not None, "the first semd is the owner", repr(ro))
+    b = PSemd(standby_redis or r, list(args) + ownership_args(lease, True),
+              grace=grace, env=standby_env)
+    ro, t = wait_role(b.port, "standby", 10)
+    ok(t is not None, "the second semd is its standby", repr(ro))
+    return a, b
+
+
+def sigstop(p):
+    """SIGSTOP a PSemd's process (by PID); sigcont() undoes it. A stopped
+    semd is continued before it is stopped at the end (Semd.stop sends
+    SIGTERM, which a stopped process only acts on once continued)."""
+    os.kill(p.d.pid, signal.SIGSTOP)
+    p.d.stopped_by_test = True
+
+
+def sigcont(p):
+    if p.d.alive():
+        os.kill(p.d.pid, signal.SIGCONT)
+    p.d.stopped_by_test = False
+
+
+def _cont_stopped():
+    for d in list(semdtest._live):
+        if getattr(d, "stopped_by_test", False) and d.alive():
+            try:
+                os.kill(d.pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+
+_stop_everything_before_cont = _stop_everything
+
+
+def _stop_everything_cont():
+    _cont_stopped()
+    _stop_everything_before_cont()
+
+
+semdtest._stop_all = _stop_everything_cont
+atexit.register(_cont_stopped)      # LIFO: before the stops above
+
+
+class Stall:
+    """Busy a semd's event loop: conns connections each pipeline `lines`
+    copies of `request` (default LIST) and never read, so the daemon
+    spends its turns building replies nobody reads. The connections are
+    made at once, the flood starts with start() (or at once with
+    start=True); close() closes them. What a busy loop costs is the
+    daemon's business; this only makes one."""
+
+    def __init__(self, port, conns=100, lines=2000, request="LIST",
+                 start=True):
+        import threading
+        self.socks = []
+        self.sent = 0
+        self.done = False
+        payload = (request + "\r\n").encode() * lines
+        for _ in range(conns):
+            try:
+                s = socket.create_connection(("127.0.0.1", port), 5)
+            except OSError:
+                break
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.setblocking(False)
+            self.socks.append(s)
+        self.payload = payload
+        self.thread = threading.Thread(target=self._push, daemon=True)
+        if start:
+            self.start()
+
+    def start(self):
+        self.thread.start()
+
+    def _push(self):
+        import selectors
+        sel = selectors.DefaultSelector()
+        left = {}
+        for s in self.socks:
+            left[s] = self.payload
+            sel.register(s, selectors.EVENT_WRITE)
+        end = time.monotonic() + 60
+        while left and not self.done and time.monotonic() < end:
+            for key, _ in sel.select(0.05):
+                s = key.fileobj
+                try:
+                    n = s.send(left[s][:65536])
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    n = len(left[s])
+                self.sent += n
+                left[s] = left[s][n:]
+                if not left[s]:
+                    sel.unregister(s)
+                    del left[s]
+        sel.close()
+
+    def close(self):
+        self.done = True
+        if self.thread.ident is not None:
+            self.thread.join(2)
+        for s in self.socks:
+            try:
+                s.close()
+            except OSError:
+                pass
+        self.socks = []
+
+
+FAKETIME_LIB = os.environ.get("FAKETIME_LIB") or \
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def faketime_env(offset):
+    """The environment that runs a semd with only its wall clock moved by
+    offset (e.g. "+50s"), its monotonic clock true; None if libfaketime is
+    not installed. With an AddressSanitizer build, ASan must not insist on
+    coming first in the link order (the other ASAN_OPTIONS are kept)."""
+    if not os.path.exists(FAKETIME_LIB):
+        return None
+    env = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": offset,
+           "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+           "FAKETIME_NO_CACHE": "1"}
+    if semdtest.sanitized(semdtest.SEMD_BIN):
+        opts = os.environ.get("ASAN_OPTIONS", "")
+        env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + \
+            "verify_asan_link_order=0"
+    return env
+
+
+def log_count(p, text):
+    """How many lines of p's log contain text."""
+    return sum(1 for ln in p.d.log_lines() if text in ln)

@@ -65,13 +65,14 @@ fake_destroy(struct store *st)
 
 static void
 fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only)
+    int resume_only, uint64_t least_epoch)
 {
 	struct store_owner	own;
 
 	(void)st;
 	(void)resume_epoch;
 	(void)resume_only;
+	(void)least_epoch;
 	memset(&own, 0, sizeof(own));
 	own.ours = 1;
 	own.epoch = 1;
@@ -89,9 +90,11 @@ fake_advertise(struct store *st, const char *addr)
 
 static int
 fake_load(struct store *st, const struct store_loader *ld, void *ctx,
-    uint64_t reserve, uint64_t *tokens, char *err, size_t errlen)
+    uint64_t reserve, uint64_t *tokens, int *repair, char *err,
+    size_t errlen)
 {
 	(void)st;
+	(void)repair;
 	(void)ld;
 	(void)ctx;
 	(void)reserve;
@@ -179,7 +182,7 @@ fake_ack(void)
 	ck_assert_int_ge(fake.in_flight, 1);
 	fake.in_flight--;
 	fake.ev->renewed(fake.ctx, timers_now_ms());
-	fake.ev->batch_done(fake.ctx, 1);
+	fake.ev->batch_done(fake.ctx, STORE_ACKED);
 }
 
 /* The connection fails: every batch in flight fails, in order. */
@@ -187,7 +190,7 @@ static void
 fake_fail(void)
 {
 	for (; fake.in_flight > 0; fake.in_flight--)
-		fake.ev->batch_done(fake.ctx, 0);
+		fake.ev->batch_done(fake.ctx, STORE_UNKNOWN);
 	fake.ev->lost(fake.ctx, "test: connection lost");
 }
 
@@ -231,8 +234,8 @@ server_up(const char *first, ...)
 	int		 argc = 0;
 	enum config_action action;
 	const char	*w;
+	uint64_t	 end;
 	va_list		 ap;
-	struct engine_clock clock;
 
 	argv[argc++] = (char *)"semd";
 	va_start(ap, first);
@@ -247,14 +250,20 @@ server_up(const char *first, ...)
 	srv.cfg = &cfg;
 	srv.base = base;
 	srv.start_ms = timers_now_ms();
-	srv.timers = timers_new(base, &clock);
-	srv.engine = engine_new(&clock, engine_event, &srv, 0);
-	srv.persist = persist_new(&cfg, base, srv.engine, &fake_ops,
+	srv.timers = timers_new(base, &srv.clock);
+	srv.engine = engine_new(&srv.clock, engine_event, &srv, 0);
+	srv.persist = persist_new(&cfg, base, &srv.clock, srv.engine, &fake_ops,
 	    cmd_persisted, &srv);
 	persist_start(srv.persist, &hooks, &srv);
 	conn_service_start(&srv);
-	/* Let the claim and the fake store's ready happen, and acknowledge
-	 * the start-up batch (the config's semaphores). */
+	/* Let the claim (a timer, due at once) and the fake store's ready
+	 * happen, and acknowledge the start-up batch (the config's
+	 * semaphores). */
+	end = timers_now_ms() + 2000;
+	do
+		event_base_loop(base, EVLOOP_ONCE);
+	while (persist_role(srv.persist) == ROLE_STANDBY &&
+	    timers_now_ms() < end);
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	if (fake.in_flight) {
 		fake_ack();

@@ -308,7 +308,8 @@ START_TEST(test_sems_order)
 	mksem("b", 1);
 	ck_assert_int_eq(engine_delete(eng, s), PERR_NONE);
 	mksem("a", 1);
-	for (s = engine_sems(eng); s != NULL; s = s->hh.next) {
+	for (s = engine_sem_first(eng); s != NULL;
+	    s = engine_sem_next(s)) {
 		ck_assert_uint_lt(i, 3);
 		ck_assert_str_eq(s->name, want[i]);
 		i++;

@@ -9,10 +9,12 @@
  * records every claim and every batch submitted, and the test answers
  * the batches as Redis would (fake_ack, fake_fail, fake_fence, renewed).
  *
- * Time is real: persist arms libevent timers and reads CLOCK_MONOTONIC,
- * so the tests run a real event loop (run_ms, WAIT_FOR) with a short
- * owner-lease. Timing is asserted only where it is the point (when an
- * owner gives up), with slack on the side the machine can be late.
+ * Time is the fake clock of engine_fake.h, given to the engine, to
+ * persist and to ownership: run_ms and WAIT_FOR move it by hand, a
+ * millisecond at a time, and run the event loop without blocking between
+ * steps for what persist and the fake store schedule "at once". Nothing
+ * waits for real time, so timing is asserted exactly where it is the
+ * point (when an owner gives up), and the suite runs in milliseconds.
  *
  * The tests of fatalx (exit status 1) are Check exit tests, run in fork
  * mode only. A failed assertion ends a forked test with _exit(1) too (as
@@ -32,10 +34,11 @@
 
 #include "config.h"
 #include "engine.h"
+#include "engine_fake.h"
 #include "log.h"
+#include "owner.h"
 #include "persist.h"
 #include "store.h"
-#include "timers.h"
 
 #define ADDR		"127.0.0.1:7400"	/* what this daemon advertises */
 #define MAX_CLAIMS	256
@@ -56,6 +59,8 @@ enum fake_claim_answer {
 	CLAIM_OURS,		/* ours, with claim_epoch */
 	CLAIM_OWNED,		/* claim_addr owns it, with claim_epoch */
 	CLAIM_SUPERSEDED,	/* resume only, and the epoch moved on */
+	CLAIM_WAIT,		/* our own key, unacknowledged: it expires */
+	CLAIM_EPOCH_LOST,	/* the epoch counter is below the least */
 	CLAIM_ERROR		/* the store cannot be reached */
 };
 
@@ -63,6 +68,7 @@ struct fake_claim {
 	char			 addr[STORE_ADDR_MAX];
 	uint64_t		 resume_epoch;
 	int			 resume_only;
+	uint64_t		 least_epoch;
 	uint64_t		 at_ms;		/* also the sent_ms of an ours */
 	enum fake_claim_answer	 answer;	/* the script's, when made */
 	uint64_t		 epoch;
@@ -78,6 +84,7 @@ struct fake_batch {
 struct fake_sem {
 	const char	*name;
 	uint32_t	 capacity;
+	int		 damaged;
 };
 
 struct fake_grant {
@@ -85,7 +92,7 @@ struct fake_grant {
 	uint64_t		 token;
 	uint32_t		 n;
 	enum store_grant_kind	 kind;
-	uint64_t		 deadline_unix_ms;
+	uint64_t		 lease_left_ms;
 	const char		*holder_name;
 	const char		*holder_addr;
 };
@@ -100,7 +107,10 @@ struct store {
 	enum fake_claim_answer	 claim_answer;
 	uint64_t		 claim_epoch;
 	const char		*claim_addr;
+	uint64_t		 claim_tokens;	/* the bound a claim sees */
 	int			 claim_inline;	/* answer inside claim() */
+	int			 load_fail;	/* loads fail while set */
+	int			 load_repair;	/* loads report damage */
 	struct fake_sem		 load_sems[MAX_LOAD];
 	size_t			 nload_sems;
 	struct fake_grant	 load_grants[MAX_LOAD];
@@ -169,6 +179,7 @@ fake_answer_claim(size_t i)
 
 	memset(&own, 0, sizeof(own));
 	own.epoch = c->epoch;
+	own.tokens = fake.claim_tokens;
 	switch (c->answer) {
 	case CLAIM_OURS:
 		own.ours = 1;
@@ -180,6 +191,14 @@ fake_answer_claim(size_t i)
 		break;
 	case CLAIM_SUPERSEDED:
 		own.superseded = 1;
+		snprintf(own.addr, sizeof(own.addr), "-");
+		break;
+	case CLAIM_WAIT:
+		own.wait = 1;
+		snprintf(own.addr, sizeof(own.addr), "%s", c->addr);
+		break;
+	case CLAIM_EPOCH_LOST:
+		own.epoch_lost = 1;
 		snprintf(own.addr, sizeof(own.addr), "-");
 		break;
 	case CLAIM_ERROR:
@@ -202,7 +221,7 @@ fake_claim_cb(evutil_socket_t fd, short what, void *arg)
 /* Record the claim; answer it now, or on the next loop turn. */
 static void
 fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only)
+    int resume_only, uint64_t least_epoch)
 {
 	struct fake_claim	*c;
 	struct timeval		 tv = { 0, 0 };
@@ -211,10 +230,11 @@ fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	ck_assert_ptr_eq(st, &fake);
 	ck_assert_uint_lt(fake.nclaims, MAX_CLAIMS);
 	c = &fake.claims[fake.nclaims++];
+	c->least_epoch = least_epoch;
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);
 	c->resume_epoch = resume_epoch;
 	c->resume_only = resume_only;
-	c->at_ms = timers_now_ms();
+	c->at_ms = fake_now;
 	c->answer = fake.claim_answer;
 	c->epoch = fake.claim_epoch;
 	c->owner = fake.claim_addr;
@@ -234,23 +254,28 @@ fake_advertise(struct store *st, const char *addr)
 
 static int
 fake_load(struct store *st, const struct store_loader *ld, void *ctx,
-    uint64_t reserve, uint64_t *tokens, char *err, size_t errlen)
+    uint64_t reserve, uint64_t *tokens, int *repair, char *err,
+    size_t errlen)
 {
 	const struct fake_grant	*g;
-	uint64_t		 high = fake.bound;
+	uint64_t		 high = fake.bound > *tokens ? fake.bound :
+				    *tokens;
 	size_t			 i;
 
 	(void)st;
-	(void)err;
-	(void)errlen;
 	fake.nloads++;
+	if (fake.load_fail) {
+		snprintf(err, errlen, "key t:{jobs}:grants is not a hash");
+		return (-1);
+	}
+	*repair = fake.load_repair;
 	for (i = 0; i < fake.nload_sems; i++)
 		ld->sem(ctx, fake.load_sems[i].name,
-		    fake.load_sems[i].capacity);
+		    fake.load_sems[i].capacity, fake.load_sems[i].damaged);
 	for (i = 0; i < fake.nload_grants; i++) {
 		g = &fake.load_grants[i];
 		ld->grant(ctx, g->sem, g->token, g->n, g->kind,
-		    g->deadline_unix_ms, g->holder_name, g->holder_addr);
+		    g->lease_left_ms, g->holder_name, g->holder_addr);
 		if (g->token > high)
 			high = g->token;
 	}
@@ -280,7 +305,7 @@ fake_record(const struct store_change *ch, size_t n)
 			b->ch[i].holder_addr = strdup(ch[i].holder_addr);
 	}
 	b->n = n;
-	b->sent_ms = timers_now_ms();
+	b->sent_ms = fake_now;
 }
 
 static int
@@ -356,7 +381,7 @@ fake_fail(const char *why)
 	fake.ready = 0;
 	if (fake.nacked < fake.nbatches) {
 		fake.nacked++;
-		fake.ev->batch_done(fake.ctx, 0);
+		fake.ev->batch_done(fake.ctx, STORE_UNKNOWN);
 	}
 	fake.ev->lost(fake.ctx, why);
 }
@@ -423,7 +448,7 @@ fake_ack(int ok)
 				fake.bound = b->ch[i].token;
 		}
 	}
-	fake.ev->batch_done(fake.ctx, ok);
+	fake.ev->batch_done(fake.ctx, ok ? STORE_ACKED : STORE_UNKNOWN);
 	if (ok)
 		fake.ev->renewed(fake.ctx, b->sent_ms);
 }
@@ -435,7 +460,7 @@ fake_fence(const char *owner)
 	fake.connected = fake.ready = 0;
 	if (fake.nacked < fake.nbatches) {
 		fake.nacked++;
-		fake.ev->batch_done(fake.ctx, 0);
+		fake.ev->batch_done(fake.ctx, STORE_REFUSED);
 	}
 	fake.ev->fenced(fake.ctx, owner);
 }
@@ -469,6 +494,15 @@ script_load_sem(const char *name, uint32_t capacity)
 	fake.load_sems[fake.nload_sems++].capacity = capacity;
 }
 
+/* A semaphore whose own key is damaged: its capacity is unknown. */
+static void
+script_load_damaged(const char *name)
+{
+	ck_assert_uint_lt(fake.nload_sems, MAX_LOAD);
+	fake.load_sems[fake.nload_sems].name = name;
+	fake.load_sems[fake.nload_sems++].damaged = 1;
+}
+
 /* A lease in Redis, held by name at addr (NULL: unknown). */
 static void
 script_load_lease(const char *sem, uint64_t token, uint32_t n,
@@ -482,7 +516,7 @@ script_load_lease(const char *sem, uint64_t token, uint32_t n,
 	g->token = token;
 	g->n = n;
 	g->kind = STORE_KIND_LEASE;
-	g->deadline_unix_ms = timers_wall_ms() + 60000;
+	g->lease_left_ms = 60000;
 	g->holder_name = name;
 	g->holder_addr = addr;
 }
@@ -494,10 +528,10 @@ struct answer {
 	enum persist_await_kind	 kind;
 	uint64_t		 token;
 	int			 ok;
+	enum persist_outcome	 outcome;
 };
 
 static struct event_base	*base;
-static struct timers		*timers;
 static struct engine		*engine;
 static struct persist		*persist;
 static struct owner		*client;	/* one connection's party */
@@ -521,7 +555,7 @@ on_engine_event(void *ctx, const struct engine_event *ev)
 
 static void
 on_answer(void *ctx, uint64_t conn_id, enum persist_await_kind kind,
-    uint64_t token, uint32_t ms, int ok)
+    uint64_t token, uint32_t ms, enum persist_outcome outcome)
 {
 	(void)ctx;
 	(void)ms;
@@ -529,7 +563,8 @@ on_answer(void *ctx, uint64_t conn_id, enum persist_await_kind kind,
 	answers[nanswers].conn_id = conn_id;
 	answers[nanswers].kind = kind;
 	answers[nanswers].token = token;
-	answers[nanswers++].ok = ok;
+	answers[nanswers].outcome = outcome;
+	answers[nanswers++].ok = outcome == PERSIST_OK;
 }
 
 /* As server.c: the configuration's semaphore goes in once loaded. */
@@ -565,7 +600,7 @@ hook_lost(void *arg)
 
 	(void)arg;
 	nlost++;
-	lost_at_ms = timers_now_ms();
+	lost_at_ms = fake_now;
 	persist_get_stats(persist, &st);
 	snprintf(lost_role, sizeof(lost_role), "%s", st.role);
 	snprintf(lost_error, sizeof(lost_error), "%s", st.last_error);
@@ -581,33 +616,44 @@ static const struct persist_hooks hooks = {
 	.lost = hook_lost,
 };
 
-/* Run the event loop for ms. */
+/* Run what is due now: the loop, without blocking, until it is idle. */
+static void
+run_now(void)
+{
+	int	i;
+
+	for (i = 0; i < 4; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+/* Move the fake clock ms forward, a millisecond at a time. */
 static void
 run_ms(uint64_t ms)
 {
-	struct timeval	tv = { (time_t)(ms / 1000),
-			    (suseconds_t)(ms % 1000) * 1000 };
+	uint64_t	end = fake_now + ms;
 
-	event_base_loopexit(base, &tv);
-	event_base_dispatch(base);
+	run_now();
+	while (fake_now < end) {
+		fake_advance(1);
+		run_now();
+	}
 }
 
-/* Run the loop until cond holds, failing after ms. */
+/* Run until cond holds, failing after ms of fake time. */
 #define WAIT_FOR(cond, ms) do {						\
-	uint64_t _end = timers_now_ms() + (ms);				\
-	while (!(cond) && timers_now_ms() < _end)			\
-		run_ms(2);						\
+	uint64_t _end = fake_now + (ms);				\
+	run_now();							\
+	while (!(cond) && fake_now < _end)				\
+		run_ms(1);						\
 	ck_assert_msg((cond), "timed out waiting for %s", #cond);	\
 } while (0)
 
-/* Run the loop until the monotonic clock reaches at_ms. */
+/* Run until the fake clock reaches at_ms. */
 static void
 run_until_ms(uint64_t at_ms)
 {
-	uint64_t	now;
-
-	while ((now = timers_now_ms()) < at_ms)
-		run_ms(at_ms - now);
+	if (fake_now < at_ms)
+		run_ms(at_ms - fake_now);
 }
 
 static int
@@ -692,7 +738,8 @@ start(const char *mode, const char *standby, const char *lease)
 	ck_assert_msg(config_load(&cfg, sizeof(argv) / sizeof(argv[0]), argv,
 	    &action, err, sizeof(err)) == 0, "%s", err);
 	cfg_loaded = 1;
-	persist = persist_new(&cfg, base, engine, &fake_ops, on_answer, NULL);
+	persist = persist_new(&cfg, base, &fake_clock, engine, &fake_ops,
+	    on_answer, NULL);
 	ck_assert_uint_eq(fake.ncreates, 1);
 	persist_set_advertise(persist, ADDR);
 	persist_start(persist, &hooks, NULL);
@@ -715,7 +762,6 @@ static void
 setup(void)
 {
 	const char		*dir = getenv("TMPDIR");
-	struct engine_clock	 clock;
 	int			 fd;
 
 	memset(&fake, 0, sizeof(fake));
@@ -735,8 +781,8 @@ setup(void)
 
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
-	timers = timers_new(base, &clock);
-	engine = engine_new(&clock, on_engine_event, NULL, 0);
+	fake_reset(1000000);
+	engine = engine_new(&fake_clock, on_engine_event, NULL, 0);
 	client = engine_owner_new(engine, 1);
 }
 
@@ -751,7 +797,7 @@ teardown(void)
 	fake_free_batches();
 	engine_owner_free(engine, client);
 	engine_free(engine);
-	timers_free(timers);
+	fake_reset(0);
 	event_base_free(base);
 	if (cfg_loaded)
 		config_free(&cfg);
@@ -774,7 +820,7 @@ exit_guard(int status, void *arg)
 	(void)arg;
 	if (status == 1 && log_has(exit_expect) &&
 	    nlost == exit_expect_lost && nloaded == exit_expect_loaded &&
-	    nstandby == 0 && timers_now_ms() >= early_ms)
+	    nstandby == 0 && fake_now >= early_ms)
 		_exit(EXIT_FATALX);
 	fprintf(stderr, "exit(%d) without \"%s\" in the log, or lost %u, "
 	    "loaded %u, standby %u, or before %llu ms\n", status, exit_expect,
@@ -908,10 +954,10 @@ START_TEST(test_renewed)
 	t0 = fake.claims[0].at_ms;
 	for (i = 0; i < 15; i++) {
 		run_ms(100);
-		fake.ev->renewed(fake.ctx, timers_now_ms());
+		fake.ev->renewed(fake.ctx, fake_now);
 		ck_assert_uint_eq(nlost, 0);
 	}
-	ck_assert_uint_ge(timers_now_ms(), t0 + 3 * 500);
+	ck_assert_uint_ge(fake_now, t0 + 3 * 500);
 	stats(&st);
 	ck_assert_str_eq(st.role, "owner");
 	ck_assert_str_eq(st.state, "ok");
@@ -962,11 +1008,15 @@ START_TEST(test_lost)
 	ck_assert_int_eq(persist_unavailable(persist), 1);
 	nbatches = fake.nbatches;
 
-	/* It claims again at once, to resume only the epoch it held. */
-	WAIT_FOR(fake.nclaims >= 2, WAIT_MS);
+	/*
+	 * It claims again one owner-lease later (its key has expired by then,
+	 * and a standby has had its turn), to resume only the epoch it held.
+	 */
+	WAIT_FOR(fake.nclaims >= 2, lease + WAIT_MS);
 	ck_assert_uint_eq(fake.claims[1].resume_epoch, 1);
 	ck_assert_int_eq(fake.claims[1].resume_only, 1);
-	ck_assert_uint_lt(fake.claims[1].at_ms, lost_at_ms + 250);
+	ck_assert_uint_ge(fake.claims[1].at_ms, lost_at_ms + lease - 5);
+	ck_assert_uint_lt(fake.claims[1].at_ms, lost_at_ms + lease + 250);
 	run_ms(200);
 	ck_assert_uint_eq(fake.nbatches, nbatches);
 	ck_assert_uint_eq(nlost, 1);
@@ -1034,7 +1084,7 @@ START_TEST(test_regained)
 	ck_assert_ptr_nonnull(g);
 	ck_assert_str_eq(g->holder_name, "worker-1");
 	ck_assert_str_eq(g->holder_addr, "10.1.1.1:5000");
-	fake.ev->renewed(fake.ctx, timers_now_ms());
+	fake.ev->renewed(fake.ctx, fake_now);
 
 	stats(&st);
 	ck_assert_str_eq(st.role, "owner");
@@ -1226,7 +1276,7 @@ START_TEST(test_standby)
 	fake.claim_answer = CLAIM_OURS;
 	fake.claim_epoch = 5;
 	WAIT_FOR(nloaded == 1, WAIT_MS);
-	fake.ev->renewed(fake.ctx, timers_now_ms());
+	fake.ev->renewed(fake.ctx, fake_now);
 	stats(&st);
 	ck_assert_str_eq(st.role, "owner");
 	ck_assert_uint_eq(st.epoch, 5);
@@ -1394,6 +1444,235 @@ START_TEST(test_shutdown_writes)
 }
 END_TEST
 
+/*
+ * The owner's process was stopped (or its loop busy) past its deadline
+ * with a batch in flight: the deadline's timer has not run, and the
+ * acknowledgement arrives first. It proves nothing: the grant is not
+ * answered, and ownership is given up before anything else happens.
+ */
+START_TEST(test_late_ack)
+{
+	uint64_t	t0, lease = 1000;
+
+	gain("sync", "1s");
+	t0 = fake.claims[0].at_ms;
+	(void)acquire_await("jobs", 21);
+	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
+	/* Stopped: no loop turn, so the deadline's timer cannot fire. */
+	fake_jump(t0 + lease - fake_now);
+	ck_assert_uint_eq(nlost, 0);
+	fake_ack(1);
+	ck_assert_uint_eq(nlost, 1);
+	ck_assert_uint_eq(nanswers, 0);
+	ck_assert_int_eq(persist_role(persist), ROLE_STANDBY);
+	ck_assert_uint_eq(fake.ndisconnects, 1);
+	ck_assert_str_eq(lost_error,
+	    "could not renew it within owner-lease (1000 ms)");
+}
+END_TEST
+
+/* Any answer checks the deadline first: persist_owner_check. */
+START_TEST(test_owner_check)
+{
+	uint64_t	t0, lease = 1000, margin = 100;
+
+	gain("sync", "1s");
+	t0 = fake.claims[0].at_ms;
+	ck_assert_int_eq(persist_owner_check(persist), 1);
+	ck_assert_uint_eq(nlost, 0);
+	fake_jump(t0 + lease - margin - fake_now);
+	ck_assert_int_eq(persist_owner_check(persist), 0);
+	ck_assert_uint_eq(nlost, 1);
+	/* A standby answers as a standby: nothing to give up. */
+	ck_assert_int_eq(persist_owner_check(persist), 1);
+	ck_assert_uint_eq(nlost, 1);
+}
+END_TEST
+
+/*
+ * Redis lost its epoch counter while this standby watched epoch 5 and a
+ * token bound of 7000: it does not take the data set until the counter
+ * is back, asks with its least epoch, and its tokens continue above.
+ */
+START_TEST(test_epoch_lost)
+{
+	uint64_t	tok;
+	size_t		n;
+
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 5;
+	fake.claim_tokens = 7000;
+	fake.claim_addr = "10.0.0.1:7313";
+	start("sync", "yes", "500ms");
+	WAIT_FOR(nstandby == 1, WAIT_MS);
+
+	fake.claim_answer = CLAIM_EPOCH_LOST;
+	fake.claim_epoch = 0;
+	fake.claim_tokens = 0;
+	n = fake.nclaims;
+	WAIT_FOR(fake.nclaims >= n + 4, WAIT_MS);
+	ck_assert_uint_eq(fake.claims[fake.nclaims - 1].least_epoch, 5);
+	ck_assert_uint_eq(fake.nloads, 0);
+	ck_assert(log_has("below epoch 5 which this daemon has seen"));
+	ck_assert(log_has("redis-cli SET semd:epoch 5"));
+	/* Said once, then counted (log_repeat). */
+	ck_assert_uint_eq(log_count("below epoch 5"), 1);
+
+	/* An operator set the counter: the next claim is ours. */
+	fake.auto_ready = 1;
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 6;
+	WAIT_FOR(nloaded == 1, WAIT_MS);
+	WAIT_FOR(fake.ready, WAIT_MS);
+	ck_assert_int_eq(acquire("jobs", &tok), PERR_NONE);
+	ck_assert_uint_gt(tok, 7000);
+}
+END_TEST
+
+/* Our own key, from a claim whose answer we never saw: wait, no exit. */
+START_TEST(test_own_key_waits)
+{
+	fake.claim_answer = CLAIM_WAIT;
+	fake.claim_epoch = 3;
+	start("sync", "no", "500ms");
+	WAIT_FOR(fake.nclaims >= 4, WAIT_MS);
+	ck_assert_uint_eq(fake.nloads, 0);
+	ck_assert_uint_eq(nstandby, 0);
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 4;
+	WAIT_FOR(nloaded == 1, WAIT_MS);
+}
+END_TEST
+
+/*
+ * A standby's takeover load fails: its client connections go (hooks->lost
+ * clears the engine with them, no abort), it says why once and claims
+ * again after a backoff; once the key is repaired it takes over.
+ */
+START_TEST(test_load_fails)
+{
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 4;
+	fake.claim_addr = "10.0.0.1:7313";
+	start("sync", "yes", "500ms");
+	WAIT_FOR(nstandby == 1, WAIT_MS);
+
+	fake.load_fail = 1;
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 5;
+	WAIT_FOR(fake.nloads == 1, WAIT_MS);
+	ck_assert_uint_eq(nlost, 1);
+	ck_assert_uint_eq(nloaded, 0);
+	ck_assert_int_eq(persist_role(persist), ROLE_STANDBY);
+	WAIT_FOR(fake.nloads == 2, 1000 + WAIT_MS);
+	ck_assert_uint_ge(fake.claims[fake.nclaims - 1].at_ms,
+	    fake.claims[fake.nclaims - 2].at_ms + 1000 - EARLY_MS);
+	ck_assert_uint_eq(log_count("is not a hash"), 1);
+
+	fake.load_fail = 0;
+	fake.auto_ready = 1;
+	WAIT_FOR(nloaded == 1, 2000 + WAIT_MS);
+	ck_assert(log_has("back (after 'cannot load: key t:{jobs}:grants"));
+}
+END_TEST
+
+/*
+ * A semaphore whose own key was damaged keeps its grants and gets what
+ * they hold as its capacity; Redis is rewritten from memory.
+ */
+START_TEST(test_damaged_sem)
+{
+	struct sem	*s;
+
+	script_load_damaged("b");
+	script_load_lease("b", 40, 2, NULL, NULL);
+	script_load_lease("b", 41, 1, NULL, NULL);
+	fake.load_repair = 1;
+	fake.auto_ready = 1;
+	gain("sync", "3s");
+	s = engine_find(engine, "b", 1);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(s->capacity, 3);
+	ck_assert_uint_eq(s->used, 3);
+	ck_assert(log_has("semaphore b had a damaged key"));
+	WAIT_FOR(fake.nbatches >= 1, WAIT_MS);
+	ck_assert(batch_has(0, STORE_SEM_PUT, "b", 0));
+}
+END_TEST
+
+/*
+ * A batch refused by Redis was not written: "nothing was granted". One
+ * Redis did not answer may have been: its grant is undone all the same,
+ * the answer says the outcome is unknown, and its removal is written.
+ */
+START_TEST(test_outcomes)
+{
+	uint64_t	a, b;
+
+	gain("sync", "3s");
+	a = acquire_await("jobs", 21);
+	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
+	fake_fail("test: no answer");
+	ck_assert_uint_eq(nanswers, 1);
+	ck_assert_int_eq(answers[0].outcome, PERSIST_UNKNOWN);
+	ck_assert_ptr_null(engine_grant_by_token(engine, a));
+	fake_ready();
+	WAIT_FOR(fake.nbatches >= 2, WAIT_MS);
+	ck_assert(batch_has(1, STORE_GRANT_DEL, "jobs", a));
+	fake_ack(1);
+
+	b = acquire_await("jobs", 22);
+	WAIT_FOR(fake.nbatches >= 3, WAIT_MS);
+	fake_fence("10.0.0.9:7313");
+	ck_assert_uint_eq(nanswers, 1);	/* closed by lost: not answered */
+	(void)b;
+}
+END_TEST
+
+/*
+ * The ownership states a standby goes through when it takes over and
+ * loses the data set again, as STATS shows them (owner.c's table allows
+ * exactly these steps; any other aborts).
+ */
+START_TEST(test_states)
+{
+	struct persist_stats	st;
+
+	fake.claim_answer = CLAIM_ERROR;
+	start("sync", "yes", "500ms");
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "claiming");
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 4;
+	fake.claim_addr = "10.0.0.1:7313";
+	WAIT_FOR(nstandby == 1, WAIT_MS);
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "standby");
+	fake.auto_ready = 1;
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 5;
+	WAIT_FOR(nloaded == 1, WAIT_MS);
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "owner");
+	ck_assert_str_eq(st.role, "owner");
+	fake.claim_answer = CLAIM_OWNED;
+	fake.claim_epoch = 6;
+	WAIT_FOR(nlost == 1, 500 + WAIT_MS);	/* nothing renews it */
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "lost");
+	ck_assert_str_eq(st.role, "standby");
+	WAIT_FOR(fake.nclaims > 0 && fake.claims[fake.nclaims - 1].at_ms >=
+	    lost_at_ms + 500, 500 + WAIT_MS);
+	run_ms(10);
+	stats(&st);
+	ck_assert_str_eq(st.ownership, "standby");
+	ck_assert_uint_eq(st.epoch, 6);
+	ck_assert_str_eq(ownership_state_name(OWN_WAITING), "waiting");
+	ck_assert_str_eq(ownership_state_name(OWN_EXITING), "exiting");
+	ck_assert_str_eq(ownership_state_name(OWN__COUNT), "?");
+}
+END_TEST
+
 static Suite *
 persist_suite(int forking)
 {
@@ -1415,6 +1694,14 @@ persist_suite(int forking)
 	tcase_add_test(tc, test_outage_async);
 	tcase_add_test(tc, test_lost_data);
 	tcase_add_test(tc, test_shutdown_writes);
+	tcase_add_test(tc, test_late_ack);
+	tcase_add_test(tc, test_owner_check);
+	tcase_add_test(tc, test_epoch_lost);
+	tcase_add_test(tc, test_own_key_waits);
+	tcase_add_test(tc, test_load_fails);
+	tcase_add_test(tc, test_damaged_sem);
+	tcase_add_test(tc, test_outcomes);
+	tcase_add_test(tc, test_states);
 	suite_add_tcase(su, tc);
 
 	/* fatalx would end the runner itself without fork. */

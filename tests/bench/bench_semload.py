@@ -14,7 +14,10 @@ side:
     no hold or think time.
 then the pipelined run: 50 connections each keeping 16 TRY+RELEASE pairs
 in flight against semd (memory) vs `redis-benchmark -t ping_inline -c 50
--P 16 -q`. After the rounds, the scale runs: 10 000 connections, 9 990
+-P 16 -q`; the Python client (client/python, tests/bench/pyload.py: 50
+threads sharing one semd.Client, limit 10, ACQUIRE+RELEASE pairs, each
+permit WATCHed by its keeper) next to semload's 50 connections on the
+same semd (memory), one after the other. After the rounds, the scale runs: 10 000 connections, 9 990
 waiting on one semaphore of capacity 10 (pairs/s against 50 connections
 on the same semd, semd's RSS per connection, hand-off p99), and the
 restart load of 100 000 semaphores with one grant each (bench_load.py).
@@ -29,7 +32,7 @@ not start, an unexpected reply).
     make bench                                 # from the build directory
     ROUNDS=1 DURATION=1 make bench             # a quick look
     SEMD_BIN=daemon/semd SEMLOAD=tests/bench/semload \\
-        python3 tests/bench/bench_semload.py --parts table,pipeline,scale
+        python3 tests/bench/bench_semload.py --parts table,pipeline,python,scale
 
 Everything listens on 127.0.0.1 and free ports and is stopped by PID.
 """
@@ -56,6 +59,8 @@ SEMLOAD = os.environ.get("SEMLOAD") or os.path.join(
     os.path.dirname(semdtest.SEMD_BIN), os.pardir, "tests", "bench",
     "semload")
 REDIS_BENCHMARK = os.environ.get("REDIS_BENCHMARK") or "redis-benchmark"
+PYLOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      "pyload.py")
 
 AOFS = ("no", "everysec", "always")
 SEMD_MODES = {"no": ("none",), "everysec": ("sync",),
@@ -192,6 +197,39 @@ class Bench:
             self.jsonf.write(json.dumps({"what": "redis-benchmark",
                                          "argv": argv, "ops_per_s": rps,
                                          "round": self.round}) + "\n")
+
+    def round_python(self):
+        """The Python client's row and semload's, on one semd (memory),
+        50 threads / 50 connections, limit 10."""
+        d = start_semd(timeout=60)
+        try:
+            self.put(("py-semload",), self.semload(
+                "semd", d.port, "semd memory limit 10 (for python)", "-c",
+                50, "-l", 10, "-s", "pyc10"))
+            argv = [sys.executable, PYLOAD, str(d.port), "--threads", "50",
+                    "--limit", "10", "--sem", "pyp10", "--warmup",
+                    str(self.a.warmup), "--duration", str(self.a.duration)]
+            self.nrun += 1
+            t = time.monotonic()
+            p = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=600)
+            lines = [ln for ln in p.stdout.decode().splitlines()
+                     if ln.startswith("{")]
+            if p.returncode != 0 or not lines:
+                log("FAILED: %s\n%s" % (" ".join(argv), p.stderr.decode()))
+                raise SystemExit(1)
+            res = json.loads(lines[-1])
+            res["round"] = self.round
+            res["what"] = "python client"
+            if self.jsonf:
+                self.jsonf.write(json.dumps(res) + "\n")
+            log("  [round %d, run %d, %.1f s] python client threads=50: "
+                "%.0f pairs/s" % (self.round, self.nrun,
+                                  time.monotonic() - t, res["pairs_per_s"]))
+            self.put(("py-python",), res)
+        finally:
+            d.stop(quiet=True)
 
     # ---------------------------------------------------------------
     def scale(self):
@@ -347,6 +385,28 @@ def print_pipeline(b):
           (med(ratios), 2 * med(ratios)))
 
 
+def print_python(b):
+    c = b.results.get(("py-semload",), [])
+    py = b.results.get(("py-python",), [])
+    if not c or not py:
+        return
+    ratios = [x["pairs_per_s"] / y["pairs_per_s"] for x, y in zip(py, c)]
+    print()
+    print("-- the Python client (medians of %d): semd memory, limit 10, "
+          "ACQUIRE+RELEASE pairs" % len(py))
+    print("semload (C), 50 connections:             %8.0f pairs/s   "
+          "ACQUIRE p50 %s ms p99 %s ms" % (
+              med([x["pairs_per_s"] for x in c]),
+              fmt_ms(med([x["acquire_p50_us"] for x in c])).strip(),
+              fmt_ms(med([x["acquire_p99_us"] for x in c])).strip()))
+    print("python semd.Client, 50 threads:          %8.0f pairs/s   "
+          "ACQUIRE p50 %s ms p99 %s ms  (%.2fx semload, same round)" % (
+              med([x["pairs_per_s"] for x in py]),
+              fmt_ms(med([x["acquire_p50_us"] for x in py])).strip(),
+              fmt_ms(med([x["acquire_p99_us"] for x in py])).strip(),
+              med(ratios)))
+
+
 def print_scale(sc, load_out):
     print()
     print("-- scale (one run each)")
@@ -387,8 +447,8 @@ def main():
                     help="seconds counted per run (DURATION, default 2.5)")
     ap.add_argument("--warmup", type=float, default=env_warm,
                     help="seconds of warm-up per run (WARMUP, default 0.5)")
-    ap.add_argument("--parts", default="table,pipeline,scale",
-                    help="any of table,pipeline,scale")
+    ap.add_argument("--parts", default="table,pipeline,python,scale",
+                    help="any of table,pipeline,python,scale")
     ap.add_argument("--json", help="also write every run's JSON line here")
     a = ap.parse_args()
     a.parts = set(a.parts.split(","))
@@ -404,7 +464,8 @@ def main():
          semdtest.sanitized(SEMLOAD) else "", a.rounds, a.duration))
     sc = load_out = None
     try:
-        for i in range(a.rounds if a.parts & {"table", "pipeline"} else 0):
+        for i in range(a.rounds if a.parts & {"table", "pipeline", "python"}
+                       else 0):
             b.round = i + 1
             log("round %d of %d (%.0f s so far)" % (
                 b.round, a.rounds, time.monotonic() - t0))
@@ -416,6 +477,8 @@ def main():
                     b.round_pipeline(r)
                 finally:
                     r.stop()
+            if "python" in a.parts:
+                b.round_python()
         if "scale" in a.parts:
             log("scale (%.0f s so far)" % (time.monotonic() - t0))
             sc = b.scale()
@@ -424,6 +487,7 @@ def main():
         redistest._stop_everything()
     print_table(b) if "table" in a.parts else None
     print_pipeline(b)
+    print_python(b)
     if "scale" in a.parts:
         print_scale(sc, load_out)
     print()

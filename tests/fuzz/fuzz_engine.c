@@ -429,9 +429,10 @@ check_all(void)
 		    "a wrong kind name");
 	}
 	CHECK(fake_ntimers == ntimers, "armed timers are not those expected");
-	for (i = 0, s = engine_sems(fz.e); s != NULL; s = s->hh.next)
+	for (i = 0, s = engine_sem_first(fz.e); s != NULL;
+	    s = engine_sem_next(s))
 		i++;
-	CHECK(i == nsems, "engine_sems() does not list every semaphore");
+	CHECK(i == nsems, "engine_sem_first/next do not list every semaphore");
 	engine_get_stats(fz.e, &st);
 	CHECK(st.sems == nsems && st.grants == fz.ngrants &&
 	    st.waiters == model_nqueued(), "the stats disagree with the model");

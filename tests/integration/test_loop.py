@@ -1,7 +1,7 @@
-"""No client can stall semd's event loop or drive its memory (README
-"Limits and safety"): clients that pipeline big replies and never read
-them, the metrics port's connection cap and its pause on EMFILE, and the
-rate-limited warning for HTTP-looking requests.
+"""No client can stall semd's event loop or drive its memory
+(doc/protocol.md, "Limits and safety"): clients that pipeline big replies
+and never read them, the metrics port's connection cap and its pause on
+EMFILE, and the rate-limited warning for HTTP-looking requests.
 
 Bounds are generous (two CPU-bound processes may run beside the test);
 each waits for the event it needs.

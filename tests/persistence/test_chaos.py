@@ -29,6 +29,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from redistest import *  # noqa: E402,F403
+from chaosmodel import Monitor, overbooked  # noqa: E402
 
 SEMS = {"c3": 3, "c2": 2}
 CLIENTS = 20
@@ -175,62 +176,6 @@ class Client(threading.Thread):
             start = t_rep
 
 
-class Monitor(threading.Thread):
-    """Polls INFO: semd's own used never above capacity."""
-
-    def __init__(self, world):
-        super().__init__(name="monitor", daemon=True)
-        self.w = world
-        self.over = []
-        self.polls = 0
-        self.error = None
-
-    def run(self):
-        c = None
-        try:
-            while now() < self.w.end and not self.w.stop:
-                try:
-                    if c is None:
-                        c = connect(self.w.port, timeout=2)
-                    for sem in SEMS:
-                        info = c.info(sem)
-                        self.polls += 1
-                        if int(info["used"]) > int(info["capacity"]):
-                            self.over.append(info)
-                except (OSError, ConnClosed, ReplyTimeout, AssertionError):
-                    if c is not None:
-                        c.close()
-                    c = None
-                time.sleep(0.1)
-        except Exception:
-            self.error = traceback.format_exc()
-        finally:
-            if c is not None:
-                c.close()
-
-
-def overbooked(beliefs, cap):
-    """Sweep the belief intervals [start, end) of one semaphore; returns
-    the first instant where they sum above cap and the grants then held,
-    or None."""
-    events = []
-    for i, b in enumerate(beliefs):
-        events.append((b[2], 1, i))
-        events.append((b[3], 0, i))     # ends sort before starts
-    events.sort()
-    held = {}
-    total = 0
-    for t, kind, i in events:
-        if kind:
-            held[i] = beliefs[i]
-            total += beliefs[i][1]
-            if total > cap:
-                return t, list(held.values())
-        else:
-            total -= held.pop(i)[1]
-    return None
-
-
 def test_chaos():
     note("seed %d, %.0f s, %d clients" % (SEED, SECONDS, CLIENTS))
     args = []
@@ -243,7 +188,8 @@ def test_chaos():
         t0 = now()
         w = World(p.port, t0 + SECONDS)
         clients = [Client(i, w) for i in range(CLIENTS)]
-        mon = Monitor(w)
+        mon = Monitor([w.port], sorted(SEMS),
+                      lambda: now() >= w.end or w.stop)
         for th in clients + [mon]:
             th.start()
         rng = random.Random(SEED)

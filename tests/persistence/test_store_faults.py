@@ -28,10 +28,6 @@ def connections_received(r):
     raise AssertionError("no total_connections_received in INFO stats")
 
 
-def log_count(p, text):
-    return sum(1 for ln in p.d.log_lines() if text in ln)
-
-
 def test_wrong_type_keys_replaced():
     with start_redis() as r:
         p = start_semd_redis(r, "--semaphore", "jobs", "3")

@@ -1,0 +1,3 @@
+module semd.example/semd
+
+go 1.19

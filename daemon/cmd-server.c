@@ -145,6 +145,7 @@ cmd_stats(struct cmd_ctx *ctx)
 		{ "connections",	srv->nconns },
 		{ "connections_total",	srv->stats.connections_total },
 		{ "rejected_connections", srv->stats.rejected_total },
+		{ "output_bytes",	srv->output_bytes },
 		{ "commands",		srv->stats.commands_total },
 		{ "errors",		srv->stats.errors_total },
 		{ "semaphores",		es.sems },

@@ -76,6 +76,8 @@ static const struct config_directive directives[] = {
 	    0 },
 	{ "max-output",		CONF_SIZE, 4096, INT64_C(1) << 32, "8mb",
 	    OFF(max_output), 1 },
+	{ "max-output-total",	CONF_SIZE, 65536, INT64_C(1) << 40, "256mb",
+	    OFF(max_output_total), 1 },
 	{ "max-semaphores",	CONF_INT, 1, UINT32_MAX, "100000",
 	    OFF(max_semaphores), 1 },
 	{ "tcp-keepalive",	CONF_DURATION, 0, 7200000, "60s",
@@ -134,8 +136,8 @@ static const char usage_text[] =
 "              semd --port 0 --semaphore jobs 3\n"
 "\n"
 "directives: bind port unixsocket unixsocketperm requirepass protected-mode\n"
-"            maxclients max-line max-output max-semaphores tcp-keepalive\n"
-"            timeout line-timeout auth-timeout\n"
+"            maxclients max-line max-output max-output-total max-semaphores\n"
+"            tcp-keepalive timeout line-timeout auth-timeout\n"
 "            loglevel logfile syslog syslog-ident syslog-facility\n"
 "            pidfile daemonize semaphore persistence redis\n"
 "            redis-password redis-db redis-prefix redis-timeout\n"

@@ -39,6 +39,7 @@ struct config {
 	int64_t			 maxclients;
 	int64_t			 max_line;
 	int64_t			 max_output;
+	int64_t			 max_output_total; /* of all connections */
 	int64_t			 max_semaphores;
 	int64_t			 tcp_keepalive_ms;
 	int64_t			 timeout_ms;	/* idle; 0: off */

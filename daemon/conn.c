@@ -29,7 +29,22 @@
  * are taken (a reply larger than max-output, a long listing, still goes
  * out whole to a client that reads it); a connection whose unread output
  * stays over max-output without draining for a whole sweep is closed:
- * its client does not read.
+ * its client does not read. Its input is bounded too (a read watermark
+ * stops reading, so TCP pushes back on the client). The unread replies
+ * of all connections are counted (srv->output_bytes, from a callback on
+ * each output buffer); over max-output-total, the connections with the
+ * most are closed, as Redis's client output limits do, so that many
+ * clients that do not read cannot add up to more memory than that.
+ *
+ * Turns: a connection's read callback runs at most CONN_LINES_PER_TURN
+ * lines and CONN_TURN_US of them, then yields to the loop (resume_ev), and
+ * every event of a client runs at the loop's lowest priority, bounded per
+ * pass (server.h), so that timers and Redis are served in between.
+ * The end-of-turn write (flush_ev) is not client work in that sense: it
+ * runs at the default priority, so replies go out at the next pass, not
+ * after every other client's turn, and it costs no more than copying the
+ * bytes those budgeted turns made (a socket takes what fits, no more).
+ * Replies stay in order: a connection's lines are taken one at a time.
  *
  * Time limits are checked once a second by one sweep over every
  * connection, not by a timer each: idle (timeout, 0 = off), a line that
@@ -51,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -125,6 +141,23 @@ conn_block(struct conn *c, enum cmd_result why)
 	/* A reply may have closed it (max-output, KILL of itself). */
 	if (why != CMD_DONE && c->state == CONN_READY)
 		conn_set_state(c, states[why]);
+}
+
+/* The monotonic clock in microseconds, for the turn budgets. */
+static uint64_t
+conn_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000);
+}
+
+/* The loop priority of clients' work: the lowest there is (server.h). */
+static int
+conn_priority(struct server *srv)
+{
+	return (event_base_get_npriorities(srv->base) - 1);
 }
 
 /* 1 when more than max-output bytes of replies are unread. */
@@ -285,12 +318,16 @@ conn_handle_line(struct conn *c, size_t len)
 {
 	struct proto_request	req;
 	struct proto_error	err;
+	char			subject[128];
 
 	c->last_ms = timers_now_ms();
 	if (conn_looks_like_http(c->line, len)) {
-		log_warnx("connection %llu from %s sent what looks like HTTP; "
-		    "closing it (cross-protocol attack?)",
+		/* Logged once, then counted: a browser may send thousands. */
+		snprintf(subject, sizeof(subject), "connection %llu from %s",
 		    (unsigned long long)c->id, c->peer);
+		log_repeat(&c->srv->http_seen, subject, "sent what looks "
+		    "like HTTP; closing it (cross-protocol attack?)");
+		c->srv->http_last_ms = c->last_ms;
 		/* Replies to the requests before it still go out; no more. */
 		conn_close_after_flush(c);
 		return;
@@ -310,16 +347,20 @@ conn_handle_line(struct conn *c, size_t len)
 }
 
 /*
- * Take up to CONN_LINES_PER_TURN lines while the connection is ready and
- * its client reads its replies.
+ * Take lines while the connection is ready and its client reads its
+ * replies, for one turn: up to CONN_LINES_PER_TURN lines, and no new one
+ * once CONN_TURN_US have gone by (one request always runs).
  */
 static void
 conn_take_lines(struct conn *c)
 {
-	size_t	len;
-	int	i, rc = 0;
+	uint64_t	end_us = conn_now_us() + CONN_TURN_US;
+	size_t		len;
+	int		i, rc = 0;
 
 	for (i = 0; i < CONN_LINES_PER_TURN && c->state == CONN_READY; i++) {
+		if (i > 0 && conn_now_us() >= end_us)
+			break;		/* rc is 1: resume_ev comes back */
 		if (conn_output_full(c))
 			return;		/* conn_write_cb comes back */
 		if ((rc = conn_next_line(c, &len)) == 0)
@@ -333,6 +374,16 @@ conn_take_lines(struct conn *c)
 		}
 		c->partial_ms = 0;
 		conn_handle_line(c, len);
+	}
+	if (c->peer_eof && (c->state == CONN_WAIT_ENGINE ||
+	    c->state == CONN_WATCHING)) {
+		/*
+		 * Its EOF came before this request (a turn ended between
+		 * its lines) and will not come again: as conn_event_cb does
+		 * for an EOF while waiting, the waiter goes too.
+		 */
+		conn_close_now(c);
+		return;
 	}
 	if (c->state != CONN_READY)
 		return;
@@ -535,10 +586,23 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 	return (conn_new(srv, bev, peer));
 }
 
+/* The output buffer of a connection grew or shrank: keep the total. */
+static void
+conn_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct server	*srv = arg;
+
+	(void)buf;
+	srv->output_bytes += info->n_added;
+	srv->output_bytes -= info->n_deleted;
+}
+
 struct conn *
 conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
 {
 	struct conn	*c;
+	int		 prio = conn_priority(srv);
 
 	c = xcalloc(1, sizeof(*c));
 	c->srv = srv;
@@ -551,10 +615,23 @@ conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
 	c->owner = engine_owner_new(srv->engine, c->id);
 	c->bev = bev;
 	c->resume_ev = event_new(srv->base, -1, 0, conn_resume_cb, c);
-	if (c->resume_ev == NULL)
+	c->out_cb = evbuffer_add_cb(bufferevent_get_output(bev),
+	    conn_output_cb, srv);
+	/* (A bufferevent pair, in the unit tests, has no events.) */
+	if (c->resume_ev == NULL || c->out_cb == NULL ||
+	    event_priority_set(c->resume_ev, prio) != 0 ||
+	    (bufferevent_getfd(bev) >= 0 &&
+	    bufferevent_priority_set(bev, prio) != 0))
 		fatalx("cannot set up a connection");
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);
+	/*
+	 * Stop reading past a whole line over the backlog a waiting request
+	 * may have (conn_read_cb closes such a connection), or, for one
+	 * whose replies are unread, as far: TCP then pushes back.
+	 */
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    CONN_BACKLOG_MAX + (size_t)srv->cfg->max_line + 2);
 	/* EV_WRITE only while a write waits for room: see the top. */
 	bufferevent_disable(c->bev, EV_WRITE);
 	bufferevent_enable(c->bev, EV_READ);
@@ -579,6 +656,9 @@ conn_free(struct conn *c)
 	conn_unqueue_flush(c);
 	if (c->owner != NULL)	/* NULL once KILLed */
 		engine_owner_free(srv->engine, c->owner);
+	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
+	srv->output_bytes -= evbuffer_get_length(bufferevent_get_output(
+	    c->bev));
 	event_free(c->resume_ev);
 	bufferevent_free(c->bev);
 	free(c->line);
@@ -613,6 +693,42 @@ conn_kill(struct conn *c, struct conn *killer)
 	}
 }
 
+/*
+ * The unread replies of all connections are over max-output-total: close
+ * the connections with the most until they are not (conn_close_now drops
+ * a connection's replies at once). Logged once, then counted (log.h).
+ */
+static void
+conn_trim_output(struct server *srv)
+{
+	struct conn	*c, *tmp, *most;
+	size_t		 out, most_out;
+
+	while (srv->output_bytes > (uint64_t)srv->cfg->max_output_total) {
+		most = NULL;
+		most_out = 0;
+		HASH_ITER(hh, srv->conns, c, tmp) {
+			if (c->state == CONN_DEAD)
+				continue;
+			out = evbuffer_get_length(bufferevent_get_output(
+			    c->bev));
+			if (out > most_out) {
+				most = c;
+				most_out = out;
+			}
+		}
+		if (most == NULL)
+			return;
+		log_repeat(&srv->output_trim, "connections", "the unread "
+		    "replies of all connections exceed max-output-total; "
+		    "closing the connection with the most");
+		log_debug("closing connection %llu from %s: %zu bytes of "
+		    "replies unread, over max-output-total in all",
+		    (unsigned long long)most->id, most->peer, most_out);
+		conn_close_now(most);
+	}
+}
+
 static void
 conn_vreply(struct conn *c, const char *fmt, va_list ap)
 {
@@ -629,6 +745,8 @@ conn_vreply(struct conn *c, const char *fmt, va_list ap)
 		c->out_over_ms = timers_now_ms();
 		c->out_seen = evbuffer_get_length(out);
 	}
+	if (c->srv->output_bytes > (uint64_t)c->srv->cfg->max_output_total)
+		conn_trim_output(c->srv);
 }
 
 void
@@ -678,10 +796,16 @@ conn_close_after_flush(struct conn *c)
 void
 conn_close_now(struct conn *c)
 {
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+
 	if (c->state == CONN_DEAD)
 		return;
 	conn_set_state(c, CONN_DEAD);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	/* Its replies will never be sent: give their memory back now. */
+	evbuffer_unfreeze(out, 1);
+	evbuffer_drain(out, evbuffer_get_length(out));
+	evbuffer_freeze(out, 1);
 	event_active(c->resume_ev, 0, 0);
 }
 
@@ -786,6 +910,13 @@ conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	conn_foreach(srv, conn_sweep_one, &now);
+	if (srv->output_bytes <= (uint64_t)srv->cfg->max_output_total)
+		log_repeat_end(&srv->output_trim, "connections");
+	/* A minute without HTTP-looking requests: say how many there were. */
+	if (srv->http_last_ms != 0 && now - srv->http_last_ms >= 60000) {
+		log_repeat_end(&srv->http_seen, "connections");
+		srv->http_last_ms = 0;
+	}
 }
 
 void

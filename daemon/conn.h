@@ -31,8 +31,13 @@ struct watch;
 
 /* Unprocessed pipelined input a blocked connection may queue up. */
 #define CONN_BACKLOG_MAX	(1024 * 1024)
-/* Lines taken per turn, so one busy client cannot starve the others. */
+/*
+ * A connection's turn: at most this many lines and, past the first, this
+ * many microseconds of running them, so one busy client cannot starve the
+ * others, timers or Redis (server.h: the loop's priorities).
+ */
 #define CONN_LINES_PER_TURN	64
+#define CONN_TURN_US		500
 
 /* The states of a connection, X(name, text). */
 #define CONN_STATES(X)							\
@@ -71,6 +76,7 @@ struct conn {
 	int			 last_verb;	/* enum proto_verb; -1: none yet */
 	struct watch		*watch;		/* its blocked WATCH (cmd-watch.c) */
 	int			 flush_queued;	/* on srv->flushq */
+	struct evbuffer_cb_entry *out_cb;	/* counts srv->output_bytes */
 	TAILQ_ENTRY(conn)	 flush_entry;
 	UT_hash_handle		 hh;		/* srv->conns by id */
 };

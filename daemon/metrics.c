@@ -13,8 +13,14 @@
  * A slow or hostile client is bounded by evhttp: a read or write that
  * stalls for METRICS_TIMEOUT_S closes it, headers are capped at
  * METRICS_MAX_HEADERS bytes, bodies at METRICS_MAX_BODY. evhttp (libevent
- * 2.1) has no cap on connections: that, and requirepass not applying, is
- * why the port must stay private (README "Monitoring").
+ * 2.1) has no cap on connections, so we keep one: evhttp asks us for each
+ * new connection's bufferevent (metrics_bev_cb), and once evhttp has set
+ * it up, metrics_adopt_cb either counts it, with a close callback that
+ * uncounts it, or, over METRICS_MAX_CONNS, closes it at once. Accept
+ * errors (EMFILE) pause this listener with the client port's (server.c).
+ * Scrapes run at the loop's lowest priority, as clients' requests do.
+ * requirepass does not apply: the port must stay private (README
+ * "Monitoring").
  */
 #include <sys/types.h>
 
@@ -23,7 +29,10 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 #include <event2/keyvalq_struct.h>
 
 #include "histo.h"
@@ -37,6 +46,8 @@
 #define METRICS_TIMEOUT_S	10
 #define METRICS_MAX_HEADERS	8192
 #define METRICS_MAX_BODY	1024
+/* Connections served at once; those over it are closed when accepted. */
+#define METRICS_MAX_CONNS	16
 /* The label of the semaphores over metrics-max-semaphores. */
 #define METRICS_OTHER		"_other"
 #define METRICS_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
@@ -45,6 +56,12 @@ struct metrics {
 	struct server			*srv;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*sock;
+	struct evconnlistener		*listener;	/* sock's */
+	struct bufferevent		**fresh;	/* accepted, not yet */
+	size_t				 nfresh, fresh_cap; /* ...adopted */
+	struct event			*adopt_ev;
+	unsigned			 nconns;	/* adopted, open */
+	struct log_repeat		 over_cap;
 };
 
 /* One "sem" label's numbers: a semaphore, or the "_other" sum. */
@@ -481,6 +498,81 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
 	evbuffer_free(body);
 }
 
+/* A connection counted by metrics_adopt_cb is closed. */
+static void
+metrics_closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct metrics	*m = arg;
+
+	(void)evcon;
+	m->nconns--;
+	if (m->nconns < METRICS_MAX_CONNS)
+		log_repeat_end(&m->over_cap, "metrics");
+}
+
+/* Count a new connection, or close it when METRICS_MAX_CONNS are open. */
+static void
+metrics_adopt(struct metrics *m, struct evhttp_connection *evcon)
+{
+	if (m->nconns >= METRICS_MAX_CONNS) {
+		log_repeat(&m->over_cap, "metrics", "too many connections "
+		    "open; closing the new ones");
+		evhttp_connection_free(evcon);
+		return;
+	}
+	m->nconns++;
+	evhttp_connection_set_closecb(evcon, metrics_closed_cb, m);
+}
+
+/*
+ * evhttp has set up the connections accepted since the last call (each
+ * bufferevent's callback argument is now its evhttp_connection): adopt
+ * each. One that evhttp has freed already has no callbacks left; our
+ * reference kept it readable.
+ */
+static void
+metrics_adopt_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics		*m = arg;
+	bufferevent_event_cb	 eventcb;
+	void			*evcon;
+	size_t			 i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < m->nfresh; i++) {
+		bufferevent_getcb(m->fresh[i], NULL, NULL, &eventcb, &evcon);
+		if (eventcb != NULL && evcon != NULL)
+			metrics_adopt(m, evcon);
+		bufferevent_decref(m->fresh[i]);
+	}
+	m->nfresh = 0;
+}
+
+/* evhttp accepted a connection: its bufferevent, adopted next. */
+static struct bufferevent *
+metrics_bev_cb(struct event_base *base, void *arg)
+{
+	struct metrics		*m = arg;
+	struct bufferevent	*bev;
+
+	/* evhttp closes the socket itself when the options lack CLOSE. */
+	if ((bev = bufferevent_socket_new(base, -1, 0)) == NULL ||
+	    bufferevent_priority_set(bev,
+	    event_base_get_npriorities(base) - 1) != 0)
+		fatalx("metrics: cannot set up a connection");
+	if (m->nfresh == m->fresh_cap) {
+		m->fresh_cap = m->fresh_cap ? 2 * m->fresh_cap : 16;
+		if ((m->fresh = reallocarray(m->fresh, m->fresh_cap,
+		    sizeof(*m->fresh))) == NULL)
+			fatalx("out of memory");
+	}
+	bufferevent_incref(bev);	/* until metrics_adopt_cb saw it */
+	m->fresh[m->nfresh++] = bev;
+	event_active(m->adopt_ev, 0, 0);
+	return (bev);
+}
+
 struct metrics *
 metrics_start(struct server *srv)
 {
@@ -504,6 +596,10 @@ metrics_start(struct server *srv)
 	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
 	evhttp_set_max_body_size(m->http, METRICS_MAX_BODY);
 	evhttp_set_gencb(m->http, metrics_request_cb, m);
+	evhttp_set_bevcb(m->http, metrics_bev_cb, m);
+	if ((m->adopt_ev = event_new(srv->base, -1, 0, metrics_adopt_cb,
+	    m)) == NULL)
+		fatalx("metrics: event_new");
 	if (strchr(cfg->metrics_bind, ':') != NULL)
 		snprintf(spec, sizeof(spec), "[%s]:%lld", cfg->metrics_bind,
 		    (long long)cfg->metrics_port);
@@ -514,6 +610,8 @@ metrics_start(struct server *srv)
 	    (uint16_t)cfg->metrics_port);
 	if (m->sock == NULL)
 		fatal("metrics: cannot listen on %s", spec);
+	m->listener = evhttp_bound_socket_get_listener(m->sock);
+	server_guard_listener(srv, m->listener);
 	log_info("metrics on http://%s/metrics", spec);
 	return (m);
 }
@@ -523,6 +621,10 @@ metrics_stop(struct metrics *m)
 {
 	if (m == NULL)
 		return;
+	server_unguard_listener(m->srv, m->listener);
 	evhttp_free(m->http);
+	metrics_adopt_cb(-1, 0, m);	/* drops our references */
+	event_free(m->adopt_ev);
+	free(m->fresh);
 	free(m);
 }

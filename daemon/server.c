@@ -40,12 +40,22 @@
 
 static void	server_doomed_cb(evutil_socket_t, short, void *);
 
+/*
+ * The server whose listeners pause together on EMFILE. libevent hands an
+ * accept error callback its listener's argument, which for the metrics
+ * port is evhttp's, not ours: hence this pointer (semd runs one server).
+ */
+static struct server	*server_guarding;
+
 static void
 server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int socklen, void *arg)
 {
+	struct server	*srv = arg;
+
 	(void)l;
-	conn_accept(arg, fd, sa, socklen);
+	log_repeat_end(&srv->accept_failure, "accept");
+	conn_accept(srv, fd, sa, socklen);
 }
 
 static void
@@ -56,30 +66,62 @@ server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	for (i = 0; i < srv->nlisteners; i++)
-		evconnlistener_enable(srv->listeners[i]);
+	for (i = 0; i < srv->nguarded; i++)
+		evconnlistener_enable(srv->guarded[i]);
 }
 
-/* accept() failed: on fd exhaustion, pause every listener for a moment. */
+/*
+ * accept() failed: on fd exhaustion, pause every guarded listener (the
+ * client port's, the metrics port's) for a moment: the connection that
+ * could not be taken stays in the backlog, and an enabled listener would
+ * be told of it again at once, for ever.
+ */
 static void
 server_accept_error_cb(struct evconnlistener *l, void *arg)
 {
-	struct server	*srv = arg;
+	struct server	*srv = server_guarding;
 	struct timeval	 tv = { 0, SERVER_ACCEPT_PAUSE_MS * 1000 };
 	int		 err = EVUTIL_SOCKET_ERROR();
+	char		 why[128];
 	size_t		 i;
 
 	(void)l;
+	(void)arg;
 	if (err != EMFILE && err != ENFILE && err != ENOBUFS &&
 	    err != ENOMEM) {
 		log_warnx("accept: %s", evutil_socket_error_to_string(err));
 		return;
 	}
-	log_warnx("accept: %s; pausing for %d ms",
+	/* Once, then counted: it recurs every pause while it lasts. */
+	snprintf(why, sizeof(why), "%s; pausing for %d ms",
 	    evutil_socket_error_to_string(err), SERVER_ACCEPT_PAUSE_MS);
-	for (i = 0; i < srv->nlisteners; i++)
-		evconnlistener_disable(srv->listeners[i]);
+	log_repeat(&srv->accept_failure, "accept", why);
+	for (i = 0; i < srv->nguarded; i++)
+		evconnlistener_disable(srv->guarded[i]);
 	evtimer_add(srv->accept_resume, &tv);
+}
+
+void
+server_guard_listener(struct server *srv, struct evconnlistener *l)
+{
+	if (srv->nguarded == sizeof(srv->guarded) / sizeof(srv->guarded[0]))
+		fatalx("too many listeners");
+	evconnlistener_set_error_cb(l, server_accept_error_cb);
+	srv->guarded[srv->nguarded++] = l;
+	server_guarding = srv;
+}
+
+void
+server_unguard_listener(struct server *srv, struct evconnlistener *l)
+{
+	size_t	i;
+
+	for (i = 0; i < srv->nguarded; i++) {
+		if (srv->guarded[i] == l) {
+			srv->guarded[i] = srv->guarded[--srv->nguarded];
+			return;
+		}
+	}
 }
 
 static struct evconnlistener *
@@ -91,7 +133,7 @@ server_listen_sa(struct server *srv, struct sockaddr *sa, int salen)
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
 	    511, sa, salen);
 	if (l != NULL) {
-		evconnlistener_set_error_cb(l, server_accept_error_cb);
+		server_guard_listener(srv, l);
 		srv->listeners[srv->nlisteners++] = l;
 	}
 	return (l);
@@ -400,6 +442,7 @@ server_shutdown(struct server *srv)
 	srv->nlisteners = 0;
 	metrics_stop(srv->metrics);
 	srv->metrics = NULL;
+	srv->nguarded = 0;
 	if (srv->unix_bound)
 		unlink(srv->cfg->unixsocket);
 	server_tell_waiters(srv);

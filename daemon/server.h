@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "log.h"
 #include "proto.h"
 
 struct conn;
@@ -22,6 +23,19 @@ struct timers;
 struct watch_set;
 
 #define SERVER_MAX_LISTENERS	(CONFIG_MAX_BIND + 1)
+
+/*
+ * The event loop's priorities. The daemon's own work (timers: leases,
+ * timeouts, the ownership lease; Redis; signals; accepting) runs at the
+ * default, SERVER_PRIORITIES / 2 = 1. What clients ask for (their
+ * requests, replies, metrics scrapes) runs at the lowest, 2, and the loop
+ * stops running it after SERVER_CLIENT_PASS_US in one pass to look at its
+ * sockets and timers again; each connection's turn is bounded too
+ * (CONN_TURN_US). So no client work delays a timer or a Redis reply by
+ * more than about SERVER_CLIENT_PASS_US + CONN_TURN_US + one command.
+ */
+#define SERVER_PRIORITIES	3
+#define SERVER_CLIENT_PASS_US	2000
 
 struct server_stats {
 	uint64_t	connections_total;
@@ -47,11 +61,18 @@ struct server {
 	size_t			 nlisteners;
 	int			 unix_bound;	/* ours to unlink at exit */
 	struct event		*accept_resume;	/* after EMFILE */
+	struct log_repeat	 accept_failure; /* EMFILE, logged once */
+	struct evconnlistener	*guarded[SERVER_MAX_LISTENERS + 1];
+	size_t			 nguarded;	/* ...pauses these listeners */
 	struct event		*sweep_ev;	/* conn.c's time limits */
 	struct event		*flush_ev;	/* conn.c's end-of-turn writes */
 	struct conn_queue	 flushq;	/* ...of these connections */
 	struct conn		*conns;		/* by id (uthash) */
 	uint32_t		 nconns;
+	uint64_t		 output_bytes;	/* unread replies, all of them */
+	struct log_repeat	 output_trim;	/* over max-output-total */
+	struct log_repeat	 http_seen;	/* HTTP-looking requests */
+	uint64_t		 http_last_ms;	/* ...the last one, or 0 */
 	uint64_t		 next_conn_id;
 	struct watch_set	*watches;	/* WATCHes by token (cmd-watch.c) */
 	uint64_t		 start_ms;
@@ -83,5 +104,13 @@ void	server_shutdown(struct server *srv);
  * next is left with the old values, for config_free.
  */
 void	server_reload(struct server *srv, struct config *next);
+/*
+ * Watch l's accept errors as the client port's: on EMFILE, ENFILE and the
+ * like every guarded listener pauses for a moment instead of spinning on
+ * a connection it cannot take (metrics.c's listener uses this). Undo it
+ * with server_unguard_listener before l is freed.
+ */
+void	server_guard_listener(struct server *srv, struct evconnlistener *l);
+void	server_unguard_listener(struct server *srv, struct evconnlistener *l);
 
 #endif /* SEMD_SERVER_H */

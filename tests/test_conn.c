@@ -6,8 +6,9 @@
  * sync on a tiny fake store that the test acknowledges), attaches one or
  * more connections to one end of a bufferevent pair and plays the client
  * on the other end: framing at and over max-line, lines split across
- * reads, the per-turn line budget, CR handling, EOF while waiting on the
- * engine or the store, max-output, the time limits. Between them the tests
+ * reads, the per-turn line and time budgets, CR handling, EOF while
+ * waiting on the engine or the store, max-output and max-output-total, the
+ * time limits. Between them the tests
  * take every transition of conn.c's state table, so removing one makes
  * conn_set_state() fail a test.
  */
@@ -600,6 +601,73 @@ START_TEST(test_line_budget)
 }
 END_TEST
 
+/* How many times text occurs in what the client has received. */
+static int
+client_count(struct client *cl, const char *text)
+{
+	struct evbuffer		*in = bufferevent_get_input(cl->bev);
+	struct evbuffer_ptr	 p;
+	int			 n = 0;
+
+	evbuffer_ptr_set(in, &p, 0, EVBUFFER_PTR_SET);
+	for (;;) {
+		p = evbuffer_search(in, text, strlen(text), &p);
+		if (p.pos < 0)
+			return (n);
+		n++;
+		evbuffer_ptr_set(in, &p, 1, EVBUFFER_PTR_ADD);
+	}
+}
+
+static struct client	*slow_busy;
+static int		 slow_seen = -1;
+
+/* The quiet client's reply: how many listings had the busy one got? */
+static void
+slow_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	(void)arg;
+	if (slow_seen < 0)
+		slow_seen = client_count(slow_busy, "OK 5000\r\n");
+}
+
+START_TEST(test_turn_time_budget)
+{
+	struct client	busy, quiet;
+	char		name[64];
+	int		i;
+
+	/* Room for every listing: only the turn's time budget stops it. */
+	server_up("--max-output", "1gb", "--max-output-total", "2gb", NULL);
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "semaphore-%04d", i);
+		engine_create(srv.engine, name, strlen(name), 1, NULL);
+	}
+	client_new(&busy);
+	client_new(&quiet);
+	bufferevent_setcb(quiet.bev, slow_read_cb, NULL, client_event_cb,
+	    &quiet);
+	slow_busy = &busy;
+	for (i = 0; i < CONN_LINES_PER_TURN; i++)
+		client_send(&busy, "LIST\n");
+	client_send(&quiet, "PING\n");
+	spin(100);
+	while (client_count(&busy, "OK 5000\r\n") < CONN_LINES_PER_TURN)
+		spin(10);
+	/*
+	 * A listing of 5000 semaphores takes far more than CONN_TURN_US / 8:
+	 * the busy client's turn ends after a few of its 64 lines, and the
+	 * quiet one is answered long before the last.
+	 */
+	ck_assert_int_ge(slow_seen, 0);
+	ck_assert_int_le(slow_seen, 2 * 8);
+	client_free(&busy);
+	client_free(&quiet);
+	server_down();
+}
+END_TEST
+
 /* --- waiting, and EOF while waiting --- */
 
 START_TEST(test_eof_while_waiting_on_engine)
@@ -1013,6 +1081,59 @@ START_TEST(test_max_output_nonreader)
 }
 END_TEST
 
+/* The unread replies of every connection, as conn.c counts them. */
+static size_t
+output_of_all(void)
+{
+	struct conn	*c, *tmp;
+	size_t		 n = 0;
+
+	HASH_ITER(hh, srv.conns, c, tmp)
+		n += evbuffer_get_length(bufferevent_get_output(c->bev));
+	return (n);
+}
+
+START_TEST(test_max_output_total)
+{
+	struct client	big, small, reader;
+	char		name[64];
+	int		i;
+
+	server_up("--max-output", "1mb", "--max-output-total", "64kb",
+	    NULL);
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "sem-with-a-long-name-%03d", i);
+		engine_create(srv.engine, name, strlen(name), 1, NULL);
+	}
+	client_new(&big);
+	client_new(&small);
+	client_new(&reader);
+	bufferevent_disable(big.bev, EV_READ);	/* they read nothing */
+	bufferevent_disable(small.bev, EV_READ);
+	client_send(&small, "LIST\n");		/* ~9 KB */
+	spin(20);
+	ck_assert_uint_eq(srv.output_bytes, output_of_all());
+	ck_assert_uint_gt(srv.output_bytes, 4096);
+	for (i = 0; i < 20; i++)		/* ~180 KB */
+		client_send(&big, "LIST\n");
+	spin(50);
+	/* The one with the most unread replies is closed; no one else. */
+	expect_gone(&big);
+	ck_assert_ptr_nonnull(conn_of(&small));
+	ck_assert_uint_eq(srv.output_bytes, output_of_all());
+	ck_assert_uint_le(srv.output_bytes, 64 * 1024);
+	client_send(&reader, "PING\n");
+	expect_line(&reader, "OK PONG");
+	client_free(&big);
+	client_free(&small);
+	client_free(&reader);
+	spin(20);
+	/* (small's connection still tries to flush its replies.) */
+	ck_assert_uint_eq(srv.output_bytes, output_of_all());
+	server_down();
+}
+END_TEST
+
 START_TEST(test_line_timeout)
 {
 	struct client	a, b;
@@ -1096,6 +1217,7 @@ conn_suite(void)
 	tcase_add_test(tc, test_split_lines);
 	tcase_add_test(tc, test_cr_handling);
 	tcase_add_test(tc, test_line_budget);
+	tcase_add_test(tc, test_turn_time_budget);
 	tcase_add_test(tc, test_eof_while_waiting_on_engine);
 	tcase_add_test(tc, test_granted_after_wait);
 	tcase_add_test(tc, test_wait_store);
@@ -1111,6 +1233,7 @@ conn_suite(void)
 	tcase_add_test(tc, test_pipeline_failure);
 	tcase_add_test(tc, test_max_output_reader);
 	tcase_add_test(tc, test_max_output_nonreader);
+	tcase_add_test(tc, test_max_output_total);
 	tcase_add_test(tc, test_line_timeout);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_auth_timeout);

@@ -526,6 +526,51 @@ config_absolute(char **path, char *err, size_t errlen)
 	return (0);
 }
 
+/*
+ * redis HOST:PORT, [V6]:PORT or unix:PATH into redis_host and redis_port,
+ * or redis_path: parsed here once, for the store to connect with.
+ */
+static int
+config_redis_addr(struct config *cfg, char *err, size_t errlen)
+{
+	const char	*colon, *host;
+	size_t		 hlen;
+	uint64_t	 port;
+
+	free(cfg->redis_host);
+	free(cfg->redis_path);
+	cfg->redis_host = cfg->redis_path = NULL;
+	cfg->redis_port = 0;
+	if (cfg->redis == NULL)
+		return (0);
+	if (strncmp(cfg->redis, "unix:", 5) == 0) {
+		if (cfg->redis[5] == '\0') {
+			snprintf(err, errlen, "redis unix: needs a path");
+			return (-1);
+		}
+		cfg->redis_path = xstrdup(cfg->redis + 5);
+		return (0);
+	}
+	colon = strrchr(cfg->redis, ':');
+	if (colon == NULL || colon == cfg->redis ||
+	    proto_parse_u64(colon + 1, strlen(colon + 1), 65535,
+	    &port) != 0 || port == 0) {
+		snprintf(err, errlen, "redis must be HOST:PORT or "
+		    "unix:PATH, not '%.64s'", cfg->redis);
+		return (-1);
+	}
+	host = cfg->redis;
+	hlen = (size_t)(colon - host);
+	if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+		host++;
+		hlen -= 2;
+	}
+	cfg->redis_host = xcalloc(1, hlen + 1);
+	memcpy(cfg->redis_host, host, hlen);
+	cfg->redis_port = (int64_t)port;
+	return (0);
+}
+
 /* Checks that span directives, once everything is read. */
 static int
 config_finish(struct config *cfg, char *err, size_t errlen)
@@ -565,21 +610,8 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 		    persist_mode_names[cfg->persistence]);
 		return (-1);
 	}
-	if (cfg->redis != NULL && strncmp(cfg->redis, "unix:", 5) == 0) {
-		if (cfg->redis[5] == '\0') {
-			snprintf(err, errlen, "redis unix: needs a path");
-			return (-1);
-		}
-	} else if (cfg->redis != NULL) {
-		colon = strrchr(cfg->redis, ':');
-		if (colon == NULL || colon == cfg->redis ||
-		    proto_parse_u64(colon + 1, strlen(colon + 1), 65535,
-		    &port) != 0 || port == 0) {
-			snprintf(err, errlen, "redis must be HOST:PORT or "
-			    "unix:PATH, not '%.64s'", cfg->redis);
-			return (-1);
-		}
-	}
+	if (config_redis_addr(cfg, err, errlen) != 0)
+		return (-1);
 	if (cfg->redis_prefix == NULL)
 		cfg->redis_prefix = xstrdup("");
 	/* A standby is safe only if no grant is answered before it is owned. */
@@ -904,6 +936,8 @@ config_free(struct config *cfg)
 	free(cfg->syslog_facility);
 	free(cfg->pidfile);
 	free(cfg->redis);
+	free(cfg->redis_host);
+	free(cfg->redis_path);
 	free(cfg->redis_password);
 	free(cfg->redis_prefix);
 	free(cfg->advertise);

@@ -250,6 +250,21 @@ store_batch_argv(const struct store_model *m, struct store_argv *a,
 		store_encode(m, &ch[i], store_emit_argv, a);
 }
 
+/*
+ * 1 when every byte of p is printable ASCII, blanks excluded: what semd
+ * puts on a reply line (ROLE, INFO) must not end it or carry a NUL.
+ */
+static int
+store_printable(const char *p, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] >= 0x7f)
+			return (0);
+	return (1);
+}
+
 void
 store_decode_label(const char *s, size_t len, const char *key, char *buf,
     size_t size)
@@ -258,7 +273,7 @@ store_decode_label(const char *s, size_t len, const char *key, char *buf,
 
 	buf[0] = '\0';
 	if (!proto_find_kv(s, len, key, &w) || w.len >= size ||
-	    (w.len == 1 && w.p[0] == '-') || memchr(w.p, '\0', w.len) != NULL)
+	    (w.len == 1 && w.p[0] == '-') || !store_printable(w.p, w.len))
 		return;
 	if (strcmp(key, "name") == 0 && !proto_valid_label(w.p, w.len))
 		return;
@@ -306,7 +321,8 @@ store_parse_owner(const char *value, size_t len, struct store_owner *out)
 	    proto_parse_u64(w.p, w.len, UINT64_MAX, &epoch) == 0)
 		out->epoch = epoch;
 	if (proto_next_word(value, len, &pos, &w) &&
-	    proto_next_word(value, len, &pos, &w))
+	    proto_next_word(value, len, &pos, &w) &&
+	    store_printable(w.p, w.len))
 		snprintf(out->addr, sizeof(out->addr), "%.*s", (int)w.len,
 		    w.p);
 }

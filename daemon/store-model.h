@@ -99,8 +99,8 @@ void	store_batch_argv(const struct store_model *m, struct store_argv *a,
 
 /*
  * The optional word key=V of s (len bytes) into buf (size bytes), ""
- * when absent, "-", too long, holding a NUL, or, for "name", not a valid
- * label.
+ * when absent, "-", too long, not printable ASCII (a NUL, a control
+ * character), or, for "name", not a valid label.
  */
 void	store_decode_label(const char *s, size_t len, const char *key,
 	    char *buf, size_t size);
@@ -115,8 +115,8 @@ int	store_decode_grant(const char *s, size_t len, uint32_t *n,
 	    char *addr);
 /*
  * The owner key's value "EPOCH ID ADDR" into out->epoch (left as it is
- * when not a number) and out->addr ("-" when absent), for the log and
- * ROLE.
+ * when not a number) and out->addr ("-" when absent or not printable
+ * ASCII: it goes on ROLE's reply line), for the log and ROLE.
  */
 void	store_parse_owner(const char *value, size_t len,
 	    struct store_owner *out);

@@ -420,6 +420,9 @@ START_TEST(test_decode_grant_nul)
 	ck_assert_int_eq(decode_len(v1, sizeof(v1) - 1), -1);
 	ck_assert_int_eq(decode_len(v3, sizeof(v3) - 1), -1);
 	ck_assert_int_eq(decode_len(v4, sizeof(v4) - 1), -1);
+	/* A control character in an address: unknown, the grant kept. */
+	ck_assert_int_eq(decode("n=1 kind=conn deadline_ms=0 addr=a\rb"), 0);
+	ck_assert_str_eq(daddr, "");
 	/* A label with a NUL is unknown, not cut at the NUL. */
 	ck_assert_int_eq(decode_len(v2, sizeof(v2) - 1), 0);
 	ck_assert_str_eq(dname, "");
@@ -519,6 +522,13 @@ START_TEST(test_parse_owner)
 	/* The length bounds it. */
 	parse_owner("5 id addrXXXX", 9);
 	ck_assert_str_eq(own.addr, "addr");
+	/* An address that would break ROLE's reply line is unknown. */
+	parse_owner("5 id a\r\nOK", 11);
+	ck_assert_str_eq(own.addr, "-");
+	parse_owner("5 id a\0b", 8);
+	ck_assert_str_eq(own.addr, "-");
+	parse_owner("5 id h\xc3\xa9:1", 10);
+	ck_assert_str_eq(own.addr, "-");
 }
 END_TEST
 

@@ -57,6 +57,9 @@ struct config {
 
 	int64_t			 persistence;	/* enum persist_mode */
 	char			*redis;		/* "HOST:PORT" or "unix:PATH" */
+	char			*redis_host;	/* parsed from redis: NULL, */
+	int64_t			 redis_port;	/* ... 0 for a unix socket */
+	char			*redis_path;	/* unix:PATH's; NULL for TCP */
 	char			*redis_password;
 	int64_t			 redis_db;
 	char			*redis_prefix;

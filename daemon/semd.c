@@ -10,6 +10,7 @@
  * log line or, for the crash signals, logged before semd dies of it.
  */
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -416,6 +417,7 @@ main(int argc, char **argv)
 	struct event_config *ecfg;
 	size_t		 i;
 	int		 rc, started_fd = -1;
+	unsigned	 seed;
 
 	memset(&d, 0, sizeof(d));
 	d.pidfd = -1;
@@ -471,8 +473,14 @@ main(int argc, char **argv)
 	semd_signals(&d);
 	log_info("semd %s starting (pid %ld, %s)", PACKAGE_VERSION,
 	    (long)getpid(), event_base_get_method(d.base));
-	/* Jitter for reconnection backoff: instances must not align. */
-	srandom((unsigned)getpid() ^ (unsigned)time(NULL));
+	/*
+	 * Jitter for reconnection backoff: instances must not align, so the
+	 * seed comes from the kernel (pid ^ time repeats across daemons
+	 * started together).
+	 */
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+	srandom(seed);
 	server_init(&d.srv, &d.cfg, d.base);
 
 	event_base_dispatch(d.base);

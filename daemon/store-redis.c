@@ -18,6 +18,8 @@
  * hiredis 0.14 has none and a SIGSTOPped Redis keeps its TCP connection
  * open; requests are answered in order, so the oldest one's is armed.
  */
+#include <sys/random.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -587,13 +589,19 @@ store_submit(struct store *st, const struct store_change *ch, size_t n)
 
 /* --- the store as a whole --- */
 
-/* 64 random bits in hex: this process's name in the owner key. */
+/*
+ * 64 random bits in hex: this process's name in the owner key. From the
+ * kernel, not random(): two daemons started in the same second could seed
+ * random() alike (pid ^ time), and a standby that shares its owner's id
+ * would take the owner's key for its own unacknowledged claim and wait.
+ */
 static void
 store_make_id(char *buf, size_t len)
 {
-	uint64_t	v = ((uint64_t)random() << 33) ^
-			    ((uint64_t)random() << 11) ^ (uint64_t)random();
+	uint64_t	v;
 
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		fatal("getrandom");
 	snprintf(buf, len, "%016llx", (unsigned long long)v);
 }
 

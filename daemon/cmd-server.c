@@ -125,7 +125,7 @@ cmd_stats(struct cmd_ctx *ctx)
 	struct server		*srv = c->srv;
 	struct engine_stats	 es;
 	struct persist_stats	 ps;
-	uint64_t		 uptime_ms = timers_now_ms() - srv->start_ms;
+	uint64_t		 uptime_ms = clock_now(&srv->clock) - srv->start_ms;
 	size_t			 i;
 	char			 error[512], key[64];
 	const char		*name;

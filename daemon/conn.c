@@ -143,6 +143,13 @@ conn_block(struct conn *c, enum cmd_result why)
 		conn_set_state(c, states[why]);
 }
 
+/* The server's clock (clock.h): time limits, ages, idle times. */
+static uint64_t
+conn_now_ms(const struct server *srv)
+{
+	return (clock_now(&srv->clock));
+}
+
 /* The monotonic clock in microseconds, for the turn budgets. */
 static uint64_t
 conn_now_us(void)
@@ -320,7 +327,7 @@ conn_handle_line(struct conn *c, size_t len)
 	struct proto_error	err;
 	char			subject[128];
 
-	c->last_ms = timers_now_ms();
+	c->last_ms = conn_now_ms(c->srv);
 	if (conn_looks_like_http(c->line, len)) {
 		/* Logged once, then counted: a browser may send thousands. */
 		snprintf(subject, sizeof(subject), "connection %llu from %s",
@@ -395,7 +402,7 @@ conn_take_lines(struct conn *c)
 		conn_close_after_flush(c);
 	} else if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0 &&
 	    c->partial_ms == 0)
-		c->partial_ms = timers_now_ms();	/* line-timeout runs */
+		c->partial_ms = conn_now_ms(c->srv);	/* line-timeout runs */
 }
 
 static void
@@ -608,7 +615,7 @@ conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
 	c->srv = srv;
 	c->id = ++srv->next_conn_id;
 	c->state = CONN_READY;
-	c->created_ms = c->last_ms = timers_now_ms();
+	c->created_ms = c->last_ms = conn_now_ms(c->srv);
 	c->last_verb = -1;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->line = xcalloc(1, (size_t)srv->cfg->max_line + 2);
@@ -742,7 +749,7 @@ conn_vreply(struct conn *c, const char *fmt, va_list ap)
 	conn_queue_flush(c);
 	/* Over max-output: no more requests until it drains (see top). */
 	if (c->out_over_ms == 0 && conn_output_full(c)) {
-		c->out_over_ms = timers_now_ms();
+		c->out_over_ms = conn_now_ms(c->srv);
 		c->out_seen = evbuffer_get_length(out);
 	}
 	if (c->srv->output_bytes > (uint64_t)c->srv->cfg->max_output_total)
@@ -901,14 +908,14 @@ conn_sweep_one(struct conn *c, void *arg)
 	conn_close_now(c);
 }
 
+/* The sweep: every CONN_SWEEP_MS on the server's clock (clock.h). */
 static void
-conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
+conn_sweep_fire(void *arg)
 {
 	struct server	*srv = arg;
-	uint64_t	 now = timers_now_ms();
+	uint64_t	 now = conn_now_ms(srv);
 
-	(void)fd;
-	(void)what;
+	srv->sweep_timer = NULL;
 	conn_foreach(srv, conn_sweep_one, &now);
 	if (srv->output_bytes <= (uint64_t)srv->cfg->max_output_total)
 		log_repeat_end(&srv->output_trim, "connections");
@@ -917,29 +924,27 @@ conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
 		log_repeat_end(&srv->http_seen, "connections");
 		srv->http_last_ms = 0;
 	}
+	srv->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
+	    conn_sweep_fire, srv);
 }
 
 void
 conn_service_start(struct server *srv)
 {
-	struct timeval	tv = { CONN_SWEEP_MS / 1000,
-			    (CONN_SWEEP_MS % 1000) * 1000 };
-
 	TAILQ_INIT(&srv->flushq);
 	srv->flush_ev = event_new(srv->base, -1, 0, conn_flush_cb, srv);
-	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, conn_sweep_cb,
-	    srv);
-	if (srv->flush_ev == NULL || srv->sweep_ev == NULL ||
-	    event_add(srv->sweep_ev, &tv) != 0)
+	if (srv->flush_ev == NULL)
 		fatalx("cannot set up the connections' events");
+	srv->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
+	    conn_sweep_fire, srv);
 }
 
 void
 conn_service_stop(struct server *srv)
 {
-	if (srv->sweep_ev != NULL)
-		event_free(srv->sweep_ev);
-	srv->sweep_ev = NULL;
+	if (srv->sweep_timer != NULL)
+		srv->clock.timer_del(srv->clock.ctx, srv->sweep_timer);
+	srv->sweep_timer = NULL;
 	if (srv->flush_ev != NULL)
 		event_free(srv->flush_ev);
 	srv->flush_ev = NULL;

@@ -389,7 +389,7 @@ metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 	metrics_family(buf, "semd_uptime_seconds", "gauge",
 	    "Seconds since the daemon started.");
 	metrics_sample(buf, "semd_uptime_seconds", NULL, NULL,
-	    (timers_now_ms() - srv->start_ms) / 1000);
+	    (clock_now(&srv->clock) - srv->start_ms) / 1000);
 	metrics_family(buf, "process_resident_memory_bytes", "gauge",
 	    "Resident memory size in bytes.");
 	metrics_sample(buf, "process_resident_memory_bytes", NULL, NULL,

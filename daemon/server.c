@@ -374,8 +374,8 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->base = base;
-	srv->start_ms = timers_now_ms();
 	srv->timers = timers_new(base, &srv->clock);
+	srv->start_ms = clock_now(&srv->clock);
 	srv->engine = engine_new(&srv->clock, server_engine_event, srv,
 	    (uint32_t)cfg->max_semaphores);
 	srv->persist = persist_new(cfg, base, &srv->clock, srv->engine,

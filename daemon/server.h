@@ -64,7 +64,7 @@ struct server {
 	struct log_repeat	 accept_failure; /* EMFILE, logged once */
 	struct evconnlistener	*guarded[SERVER_MAX_LISTENERS + 1];
 	size_t			 nguarded;	/* ...pauses these listeners */
-	struct event		*sweep_ev;	/* conn.c's time limits */
+	void			*sweep_timer;	/* conn.c's time limits */
 	struct event		*flush_ev;	/* conn.c's end-of-turn writes */
 	struct conn_queue	 flushq;	/* ...of these connections */
 	struct conn		*conns;		/* by id (uthash) */

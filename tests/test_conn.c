@@ -29,11 +29,11 @@
 #include "config.h"
 #include "conn.h"
 #include "engine.h"
+#include "engine_fake.h"
 #include "log.h"
 #include "persist.h"
 #include "server.h"
 #include "store.h"
-#include "timers.h"
 
 /* --- a store that acknowledges what the test says --- */
 
@@ -76,7 +76,7 @@ fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	memset(&own, 0, sizeof(own));
 	own.ours = 1;
 	own.epoch = 1;
-	own.sent_ms = timers_now_ms();
+	own.sent_ms = fake_now;
 	snprintf(own.addr, sizeof(own.addr), "%s", addr);
 	fake.ev->claimed(fake.ctx, &own, NULL);
 }
@@ -181,7 +181,7 @@ fake_ack(void)
 {
 	ck_assert_int_ge(fake.in_flight, 1);
 	fake.in_flight--;
-	fake.ev->renewed(fake.ctx, timers_now_ms());
+	fake.ev->renewed(fake.ctx, fake_now);
 	fake.ev->batch_done(fake.ctx, STORE_ACKED);
 }
 
@@ -225,6 +225,27 @@ engine_event(void *ctx, const struct engine_event *ev)
 	cmd_engine_event(ctx, ev);
 }
 
+/*
+ * Run for ms milliseconds of the fake clock (engine_fake.h), a millisecond
+ * at a time, running the loop without blocking in between: what the
+ * connections, the bufferevent pairs and persist do "at once" happens,
+ * and conn.c's sweep and the engine's timers fire as the clock passes
+ * them. At least one turn.
+ */
+static void
+spin(int ms)
+{
+	uint64_t	end = fake_now + (uint64_t)ms;
+	int		i;
+
+	do {
+		for (i = 0; i < 3; i++)
+			event_base_loop(base, EVLOOP_NONBLOCK);
+		fake_advance(1);
+	} while (fake_now < end);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
 /* A server from "--directive value" words (NULL-terminated). */
 static void
 server_up(const char *first, ...)
@@ -249,8 +270,9 @@ server_up(const char *first, ...)
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = &cfg;
 	srv.base = base;
-	srv.start_ms = timers_now_ms();
-	srv.timers = timers_new(base, &srv.clock);
+	fake_reset(1000000);
+	srv.clock = fake_clock;
+	srv.start_ms = fake_now;
 	srv.engine = engine_new(&srv.clock, engine_event, &srv, 0);
 	srv.persist = persist_new(&cfg, base, &srv.clock, srv.engine, &fake_ops,
 	    cmd_persisted, &srv);
@@ -259,11 +281,10 @@ server_up(const char *first, ...)
 	/* Let the claim (a timer, due at once) and the fake store's ready
 	 * happen, and acknowledge the start-up batch (the config's
 	 * semaphores). */
-	end = timers_now_ms() + 2000;
+	end = fake_now + 2000;
 	do
-		event_base_loop(base, EVLOOP_ONCE);
-	while (persist_role(srv.persist) == ROLE_STANDBY &&
-	    timers_now_ms() < end);
+		spin(1);
+	while (persist_role(srv.persist) == ROLE_STANDBY && fake_now < end);
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	if (fake.in_flight) {
 		fake_ack();
@@ -279,7 +300,7 @@ server_down(void)
 	conn_free_all(&srv);
 	conn_service_stop(&srv);
 	engine_free(srv.engine);
-	timers_free(srv.timers);
+	fake_reset(0);
 	event_base_free(base);
 	config_free(&cfg);
 }
@@ -357,18 +378,7 @@ client_send(struct client *cl, const char *text)
 	bufferevent_write(cl->bev, text, strlen(text));
 }
 
-/* Run the loop for about ms milliseconds (at least one turn). */
-static void
-spin(int ms)
-{
-	uint64_t	end = timers_now_ms() + (uint64_t)ms;
-	struct timeval	tv = { 0, 10000 };
 
-	do {
-		event_base_loopexit(base, &tv);
-		event_base_loop(base, 0);
-	} while (timers_now_ms() < end);
-}
 
 /* The next reply line, without CRLF, into buf; 0 when none yet. */
 static int
@@ -390,10 +400,10 @@ static void
 expect_line(struct client *cl, const char *want)
 {
 	char		buf[512];
-	uint64_t	end = timers_now_ms() + 2000;
+	uint64_t	end = fake_now + 2000;
 
 	while (!client_line(cl, buf, sizeof(buf))) {
-		ck_assert_msg(timers_now_ms() < end, "no reply, wanted '%s'",
+		ck_assert_msg(fake_now < end, "no reply, wanted '%s'",
 		    want);
 		spin(1);
 	}
@@ -427,10 +437,10 @@ conn_of(struct client *cl)
 static void
 expect_gone(struct client *cl)
 {
-	uint64_t	end = timers_now_ms() + 2000;
+	uint64_t	end = fake_now + 2000;
 
 	while (conn_of(cl) != NULL) {
-		ck_assert_msg(timers_now_ms() < end, "connection %llu still "
+		ck_assert_msg(fake_now < end, "connection %llu still "
 		    "open (state %s)", (unsigned long long)cl->id,
 		    conn_of(cl) != NULL ?
 		    conn_state_name(conn_of(cl)->state) : "gone");
@@ -903,9 +913,9 @@ START_TEST(test_socket_full)
 	    0);
 	ck_assert_int_eq(conn_waits_to_write(c), 1);
 	bufferevent_enable(a.bev, EV_READ);
-	end = timers_now_ms() + 3000;
+	end = fake_now + 3000;
 	while (n < 1 + 2000 + 1) {
-		ck_assert_msg(timers_now_ms() < end, "%d lines of 2002", n);
+		ck_assert_msg(fake_now < end, "%d lines of 2002", n);
 		spin(5);
 		while (client_line(&a, buf, sizeof(buf)))
 			n++;

@@ -31,8 +31,8 @@
  * stays over max-output without draining for a whole sweep is closed:
  * its client does not read. Its input is bounded too (a read watermark
  * stops reading, so TCP pushes back on the client). The unread replies
- * of all connections are counted (srv->output_bytes, from a callback on
- * each output buffer); over max-output-total, the connections with the
+ * of all connections are counted (output_bytes, from a callback on each
+ * output buffer); over max-output-total, the connections with the
  * most are closed, as Redis's client output limits do, so that many
  * clients that do not read cannot add up to more memory than that.
  *
@@ -73,7 +73,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "cmd.h"
 #include "conn.h"
 #include "log.h"
 #include "persist.h"
@@ -83,6 +82,25 @@
 /* How long a closing connection may take to read its last replies. */
 #define CONN_FLUSH_TIMEOUT_S	10
 #define CONN_SWEEP_MS		1000
+
+TAILQ_HEAD(conn_queue, conn);
+
+/*
+ * Every connection, and what conn.c keeps about them all: only this file
+ * reads or writes it (struct server holds a pointer to it).
+ */
+struct conn_table {
+	struct conn		*by_id;		/* uthash */
+	uint32_t		 nconns;
+	uint64_t		 next_conn_id;
+	struct event		*flush_ev;	/* end-of-turn writes */
+	struct conn_queue	 flushq;	/* ...of these connections */
+	void			*sweep_timer;	/* the time limits */
+	uint64_t		 output_bytes;	/* unread replies, all of them */
+	struct log_repeat	 output_trim;	/* over max-output-total */
+	struct log_repeat	 http_seen;	/* HTTP-looking requests */
+	uint64_t		 http_last_ms;	/* ...the last one, or 0 */
+};
 
 static void	conn_take_lines(struct conn *c);
 static void	conn_vreply(struct conn *, const char *, va_list)
@@ -332,9 +350,9 @@ conn_handle_line(struct conn *c, size_t len)
 		/* Logged once, then counted: a browser may send thousands. */
 		snprintf(subject, sizeof(subject), "connection %llu from %s",
 		    (unsigned long long)c->id, c->peer);
-		log_repeat(&c->srv->http_seen, subject, "sent what looks "
+		log_repeat(&c->srv->conns->http_seen, subject, "sent what looks "
 		    "like HTTP; closing it (cross-protocol attack?)");
-		c->srv->http_last_ms = c->last_ms;
+		c->srv->conns->http_last_ms = c->last_ms;
 		/* Replies to the requests before it still go out; no more. */
 		conn_close_after_flush(c);
 		return;
@@ -350,7 +368,7 @@ conn_handle_line(struct conn *c, size_t len)
 		break;
 	}
 	c->last_verb = (int)req.verb;
-	conn_block(c, cmd_dispatch(c, &req));
+	conn_block(c, c->srv->hooks->dispatch(c, &req));
 }
 
 /*
@@ -495,8 +513,8 @@ conn_flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (srv->persist != NULL && !persist_owner_check(srv->persist))
 		return;
-	while ((c = TAILQ_FIRST(&srv->flushq)) != NULL) {
-		TAILQ_REMOVE(&srv->flushq, c, flush_entry);
+	while ((c = TAILQ_FIRST(&srv->conns->flushq)) != NULL) {
+		TAILQ_REMOVE(&srv->conns->flushq, c, flush_entry);
 		c->flush_queued = 0;
 		conn_flush(c);
 	}
@@ -511,8 +529,8 @@ conn_queue_flush(struct conn *c)
 	if (c->flush_queued)
 		return;
 	c->flush_queued = 1;
-	TAILQ_INSERT_TAIL(&srv->flushq, c, flush_entry);
-	event_active(srv->flush_ev, 0, 0);
+	TAILQ_INSERT_TAIL(&srv->conns->flushq, c, flush_entry);
+	event_active(srv->conns->flush_ev, 0, 0);
 }
 
 static void
@@ -520,7 +538,7 @@ conn_unqueue_flush(struct conn *c)
 {
 	if (!c->flush_queued)
 		return;
-	TAILQ_REMOVE(&c->srv->flushq, c, flush_entry);
+	TAILQ_REMOVE(&c->srv->conns->flushq, c, flush_entry);
 	c->flush_queued = 0;
 }
 
@@ -570,7 +588,7 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 
 	(void)socklen;
 	conn_format_peer(sa, peer, sizeof(peer));
-	if (srv->nconns >= (uint32_t)cfg->maxclients) {
+	if (srv->conns->nconns >= (uint32_t)cfg->maxclients) {
 		log_warnx("rejecting %s: maxclients (%lld) reached", peer,
 		    (long long)cfg->maxclients);
 		conn_reject(srv, fd, "ERR LIMIT max number of clients "
@@ -601,8 +619,8 @@ conn_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	struct server	*srv = arg;
 
 	(void)buf;
-	srv->output_bytes += info->n_added;
-	srv->output_bytes -= info->n_deleted;
+	srv->conns->output_bytes += info->n_added;
+	srv->conns->output_bytes -= info->n_deleted;
 }
 
 struct conn *
@@ -613,7 +631,7 @@ conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
 
 	c = xcalloc(1, sizeof(*c));
 	c->srv = srv;
-	c->id = ++srv->next_conn_id;
+	c->id = ++srv->conns->next_conn_id;
 	c->state = CONN_READY;
 	c->created_ms = c->last_ms = conn_now_ms(c->srv);
 	c->last_verb = -1;
@@ -643,8 +661,8 @@ conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
 	bufferevent_disable(c->bev, EV_WRITE);
 	bufferevent_enable(c->bev, EV_READ);
 
-	HASH_ADD(hh, srv->conns, id, sizeof(c->id), c);
-	srv->nconns++;
+	HASH_ADD(hh, srv->conns->by_id, id, sizeof(c->id), c);
+	srv->conns->nconns++;
 	srv->stats.connections_total++;
 	log_debug("connection %llu from %s", (unsigned long long)c->id, peer);
 	return (c);
@@ -657,14 +675,14 @@ conn_free(struct conn *c)
 	struct server	*srv = c->srv;
 
 	log_debug("connection %llu closed", (unsigned long long)c->id);
-	HASH_DEL(srv->conns, c);
-	srv->nconns--;
-	cmd_watch_drop(c);
+	HASH_DEL(srv->conns->by_id, c);
+	srv->conns->nconns--;
+	c->srv->hooks->closing(c);
 	conn_unqueue_flush(c);
 	if (c->owner != NULL)	/* NULL once KILLed */
 		engine_owner_free(srv->engine, c->owner);
 	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
-	srv->output_bytes -= evbuffer_get_length(bufferevent_get_output(
+	srv->conns->output_bytes -= evbuffer_get_length(bufferevent_get_output(
 	    c->bev));
 	event_free(c->resume_ev);
 	bufferevent_free(c->bev);
@@ -677,7 +695,7 @@ conn_find(struct server *srv, uint64_t id)
 {
 	struct conn	*c;
 
-	HASH_FIND(hh, srv->conns, &id, sizeof(id), c);
+	HASH_FIND(hh, srv->conns->by_id, &id, sizeof(id), c);
 	return (c);
 }
 
@@ -689,7 +707,7 @@ conn_kill(struct conn *c, struct conn *killer)
 	log_info("connection %llu from %s killed by connection %llu from %s",
 	    (unsigned long long)c->id, c->peer,
 	    (unsigned long long)killer->id, killer->peer);
-	cmd_watch_drop(c);
+	c->srv->hooks->closing(c);
 	if (c == killer)
 		conn_close_after_flush(c);
 	else
@@ -711,10 +729,10 @@ conn_trim_output(struct server *srv)
 	struct conn	*c, *tmp, *most;
 	size_t		 out, most_out;
 
-	while (srv->output_bytes > (uint64_t)srv->cfg->max_output_total) {
+	while (srv->conns->output_bytes > (uint64_t)srv->cfg->max_output_total) {
 		most = NULL;
 		most_out = 0;
-		HASH_ITER(hh, srv->conns, c, tmp) {
+		HASH_ITER(hh, srv->conns->by_id, c, tmp) {
 			if (c->state == CONN_DEAD)
 				continue;
 			out = evbuffer_get_length(bufferevent_get_output(
@@ -726,7 +744,7 @@ conn_trim_output(struct server *srv)
 		}
 		if (most == NULL)
 			return;
-		log_repeat(&srv->output_trim, "connections", "the unread "
+		log_repeat(&srv->conns->output_trim, "connections", "the unread "
 		    "replies of all connections exceed max-output-total; "
 		    "closing the connection with the most");
 		log_debug("closing connection %llu from %s: %zu bytes of "
@@ -752,7 +770,7 @@ conn_vreply(struct conn *c, const char *fmt, va_list ap)
 		c->out_over_ms = conn_now_ms(c->srv);
 		c->out_seen = evbuffer_get_length(out);
 	}
-	if (c->srv->output_bytes > (uint64_t)c->srv->cfg->max_output_total)
+	if (c->srv->conns->output_bytes > (uint64_t)c->srv->cfg->max_output_total)
 		conn_trim_output(c->srv);
 }
 
@@ -839,7 +857,7 @@ conn_foreach(struct server *srv, void (*fn)(struct conn *, void *),
 {
 	struct conn	*c, *tmp;
 
-	HASH_ITER(hh, srv->conns, c, tmp) {
+	HASH_ITER(hh, srv->conns->by_id, c, tmp) {
 		if (c->state != CONN_DEAD)
 			fn(c, arg);
 	}
@@ -850,7 +868,7 @@ conn_free_all(struct server *srv)
 {
 	struct conn	*c, *tmp;
 
-	HASH_ITER(hh, srv->conns, c, tmp)
+	HASH_ITER(hh, srv->conns->by_id, c, tmp)
 		conn_free(c);
 }
 
@@ -915,37 +933,69 @@ conn_sweep_fire(void *arg)
 	struct server	*srv = arg;
 	uint64_t	 now = conn_now_ms(srv);
 
-	srv->sweep_timer = NULL;
+	srv->conns->sweep_timer = NULL;
 	conn_foreach(srv, conn_sweep_one, &now);
-	if (srv->output_bytes <= (uint64_t)srv->cfg->max_output_total)
-		log_repeat_end(&srv->output_trim, "connections");
+	if (srv->conns->output_bytes <= (uint64_t)srv->cfg->max_output_total)
+		log_repeat_end(&srv->conns->output_trim, "connections");
 	/* A minute without HTTP-looking requests: say how many there were. */
-	if (srv->http_last_ms != 0 && now - srv->http_last_ms >= 60000) {
-		log_repeat_end(&srv->http_seen, "connections");
-		srv->http_last_ms = 0;
+	if (srv->conns->http_last_ms != 0 && now - srv->conns->http_last_ms >= 60000) {
+		log_repeat_end(&srv->conns->http_seen, "connections");
+		srv->conns->http_last_ms = 0;
 	}
-	srv->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
+	srv->conns->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
 	    conn_sweep_fire, srv);
 }
 
 void
 conn_service_start(struct server *srv)
 {
-	TAILQ_INIT(&srv->flushq);
-	srv->flush_ev = event_new(srv->base, -1, 0, conn_flush_cb, srv);
-	if (srv->flush_ev == NULL)
+	srv->conns = xcalloc(1, sizeof(*srv->conns));
+	TAILQ_INIT(&srv->conns->flushq);
+	srv->conns->flush_ev = event_new(srv->base, -1, 0, conn_flush_cb, srv);
+	if (srv->conns->flush_ev == NULL)
 		fatalx("cannot set up the connections' events");
-	srv->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
+	srv->conns->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
 	    conn_sweep_fire, srv);
 }
 
 void
 conn_service_stop(struct server *srv)
 {
-	if (srv->sweep_timer != NULL)
-		srv->clock.timer_del(srv->clock.ctx, srv->sweep_timer);
-	srv->sweep_timer = NULL;
-	if (srv->flush_ev != NULL)
-		event_free(srv->flush_ev);
-	srv->flush_ev = NULL;
+	if (srv->conns->sweep_timer != NULL)
+		srv->clock.timer_del(srv->clock.ctx, srv->conns->sweep_timer);
+	srv->conns->sweep_timer = NULL;
+	if (srv->conns->flush_ev != NULL)
+		event_free(srv->conns->flush_ev);
+	free(srv->conns);
+	srv->conns = NULL;
+}
+
+uint32_t
+conn_count(const struct server *srv)
+{
+	return (srv->conns->nconns);
+}
+
+uint64_t
+conn_output_bytes(const struct server *srv)
+{
+	return (srv->conns->output_bytes);
+}
+
+/*
+ * Write what c's output holds to its socket now, as far as the socket
+ * takes it without waiting (shutdown: the connection is freed next).
+ */
+void
+conn_flush_now(struct conn *c)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+	evutil_socket_t	 fd = bufferevent_getfd(c->bev);
+
+	if (fd < 0)
+		return;
+	evbuffer_unfreeze(out, 1);
+	while (evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0)
+		continue;
+	evbuffer_freeze(out, 1);
 }

@@ -135,5 +135,11 @@ void		 conn_free_all(struct server *srv);
  */
 void		 conn_service_start(struct server *srv);
 void		 conn_service_stop(struct server *srv);
+/* How many connections are open. */
+uint32_t	 conn_count(const struct server *srv);
+/* The bytes of replies not yet read by their clients, all together. */
+uint64_t	 conn_output_bytes(const struct server *srv);
+/* Write c's pending replies to its socket now (shutdown). */
+void		 conn_flush_now(struct conn *c);
 
 #endif /* SEMD_CONN_H */

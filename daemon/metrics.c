@@ -35,6 +35,7 @@
 #include <event2/listener.h>
 #include <event2/keyvalq_struct.h>
 
+#include "conn.h"
 #include "histo.h"
 #include "log.h"
 #include "metrics.h"
@@ -341,7 +342,8 @@ metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 	metrics_sample(buf, "semd_semaphores", NULL, NULL, es.sems);
 	metrics_family(buf, "semd_connections", "gauge",
 	    "Client connections open now.");
-	metrics_sample(buf, "semd_connections", NULL, NULL, srv->nconns);
+	metrics_sample(buf, "semd_connections", NULL, NULL,
+	    conn_count(srv));
 	metrics_family(buf, "semd_connections_total", "counter",
 	    "Client connections accepted.");
 	metrics_sample(buf, "semd_connections_total", NULL, NULL,
@@ -611,7 +613,7 @@ metrics_start(struct server *srv)
 	if (m->sock == NULL)
 		fatal("metrics: cannot listen on %s", spec);
 	m->listener = evhttp_bound_socket_get_listener(m->sock);
-	server_guard_listener(srv, m->listener);
+	accept_guard_add(&srv->guard, m->listener);
 	log_info("metrics on http://%s/metrics", spec);
 	return (m);
 }
@@ -621,7 +623,7 @@ metrics_stop(struct metrics *m)
 {
 	if (m == NULL)
 		return;
-	server_unguard_listener(m->srv, m->listener);
+	accept_guard_remove(&m->srv->guard, m->listener);
 	evhttp_free(m->http);
 	metrics_adopt_cb(-1, 0, m);	/* drops our references */
 	event_free(m->adopt_ev);

@@ -11,6 +11,8 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "accept-guard.h"
+#include "cmd.h"
 #include "config.h"
 #include "engine.h"
 #include "log.h"
@@ -20,7 +22,6 @@ struct conn;
 struct metrics;
 struct persist;
 struct timers;
-struct watch_set;
 
 #define SERVER_MAX_LISTENERS	(CONFIG_MAX_BIND + 1)
 
@@ -47,7 +48,21 @@ struct server_stats {
 };
 
 struct conn;
-TAILQ_HEAD(conn_queue, conn);
+struct conn_table;
+struct watch_set;
+struct proto_request;
+
+/*
+ * What conn.c calls back, set by server_init (and by the unit tests), so
+ * that conn.c calls no command code directly: the commands call conn.c.
+ */
+struct server_hooks {
+	/* Run a parsed request (cmd_dispatch). */
+	enum cmd_result	(*dispatch)(struct conn *c,
+			    const struct proto_request *req);
+	/* c is closing: drop what it waits on (cmd_watch_drop). */
+	void		(*closing)(struct conn *c);
+};
 
 struct server {
 	struct config		*cfg;
@@ -60,21 +75,10 @@ struct server {
 	struct evconnlistener	*listeners[SERVER_MAX_LISTENERS];
 	size_t			 nlisteners;
 	int			 unix_bound;	/* ours to unlink at exit */
-	struct event		*accept_resume;	/* after EMFILE */
-	struct log_repeat	 accept_failure; /* EMFILE, logged once */
-	struct evconnlistener	*guarded[SERVER_MAX_LISTENERS + 1];
-	size_t			 nguarded;	/* ...pauses these listeners */
-	void			*sweep_timer;	/* conn.c's time limits */
-	struct event		*flush_ev;	/* conn.c's end-of-turn writes */
-	struct conn_queue	 flushq;	/* ...of these connections */
-	struct conn		*conns;		/* by id (uthash) */
-	uint32_t		 nconns;
-	uint64_t		 output_bytes;	/* unread replies, all of them */
-	struct log_repeat	 output_trim;	/* over max-output-total */
-	struct log_repeat	 http_seen;	/* HTTP-looking requests */
-	uint64_t		 http_last_ms;	/* ...the last one, or 0 */
-	uint64_t		 next_conn_id;
-	struct watch_set	*watches;	/* WATCHes by token (cmd-watch.c) */
+	struct accept_guard	 guard;		/* the listeners' EMFILE pause */
+	struct conn_table	*conns;		/* conn.c's, every connection */
+	struct watch_set	*watches;	/* cmd-watch.c's, by token */
+	const struct server_hooks *hooks;	/* what conn.c calls back */
 	uint64_t		 start_ms;
 	struct server_stats	 stats;
 	int			 loaded;	/* the engine holds the state */
@@ -104,13 +108,4 @@ void	server_shutdown(struct server *srv);
  * next is left with the old values, for config_free.
  */
 void	server_reload(struct server *srv, struct config *next);
-/*
- * Watch l's accept errors as the client port's: on EMFILE, ENFILE and the
- * like every guarded listener pauses for a moment instead of spinning on
- * a connection it cannot take (metrics.c's listener uses this). Undo it
- * with server_unguard_listener before l is freed.
- */
-void	server_guard_listener(struct server *srv, struct evconnlistener *l);
-void	server_unguard_listener(struct server *srv, struct evconnlistener *l);
-
 #endif /* SEMD_SERVER_H */

@@ -20,7 +20,9 @@
 #include <hiredis/adapters/libevent.h>
 
 #include "log.h"
+#include "proto.h"
 #include "store-conn.h"
+#include "store-model.h"
 
 /* The connection's own tags, below STORE_CONN_TAG_MIN. */
 enum {
@@ -240,4 +242,54 @@ void
 store_conn_disarm(struct store_conn *sc)
 {
 	evtimer_del(sc->deadline_ev);
+}
+
+/*
+ * --- replies: how every Redis connection of the store (the pipeline, the
+ * claims, the blocking load) reads them ---
+ */
+
+int
+store_reply_u64(const redisReply *r, uint64_t *v)
+{
+	if (r == NULL)
+		return (-1);
+	if (r->type == REDIS_REPLY_NIL) {
+		*v = 0;
+		return (0);
+	}
+	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
+		*v = (uint64_t)r->integer;
+		return (0);
+	}
+	if (r->type == REDIS_REPLY_STRING)
+		return (proto_parse_u64(r->str, r->len, UINT64_MAX, v));
+	return (-1);
+}
+
+int
+store_reply_fenced(const redisReply *r, const char **owner)
+{
+	size_t	len;
+
+	return (r != NULL && r->type == REDIS_REPLY_ERROR &&
+	    store_is_fenced(r->str, r->len, owner, &len));
+}
+
+int
+store_write_ok(const redisReply *r, char *why, size_t len)
+{
+	if (r == NULL) {
+		snprintf(why, len, "connection lost");
+		return (0);
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, len, "write: %s", r->str);
+		return (0);
+	}
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(why, len, "write: unexpected reply");
+		return (0);
+	}
+	return (1);
 }

@@ -88,4 +88,16 @@ void	store_conn_write_now(struct store_conn *sc);
 void	store_conn_arm(struct store_conn *sc, uint64_t ms);
 void	store_conn_disarm(struct store_conn *sc);
 
+/* --- reading replies (every connection of the store) --- */
+
+/* A reply holding a decimal (or nil, 0) into *v; -1 otherwise. */
+int	store_reply_u64(const redisReply *r, uint64_t *v);
+/*
+ * A write script's answer: 1 when it is the array of keys it repaired,
+ * else 0 and why in why.
+ */
+int	store_write_ok(const redisReply *r, char *why, size_t len);
+/* 1 when an error reply is the fence refusing us; *owner then points in. */
+int	store_reply_fenced(const redisReply *r, const char **owner);
+
 #endif /* SEMD_STORE_CONN_H */

@@ -52,53 +52,6 @@ enum store_step {
 	STEP_HEARTBEAT		/* EVALSHA of the renew script */
 };
 
-/* --- replies, as the pipeline and the blocking load read them --- */
-
-int
-store_reply_u64(const redisReply *r, uint64_t *v)
-{
-	if (r == NULL)
-		return (-1);
-	if (r->type == REDIS_REPLY_NIL) {
-		*v = 0;
-		return (0);
-	}
-	if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0) {
-		*v = (uint64_t)r->integer;
-		return (0);
-	}
-	if (r->type == REDIS_REPLY_STRING)
-		return (proto_parse_u64(r->str, r->len, UINT64_MAX, v));
-	return (-1);
-}
-
-int
-store_reply_fenced(const redisReply *r, const char **owner)
-{
-	size_t	len;
-
-	return (r != NULL && r->type == REDIS_REPLY_ERROR &&
-	    store_is_fenced(r->str, r->len, owner, &len));
-}
-
-int
-store_write_ok(const redisReply *r, char *why, size_t len)
-{
-	if (r == NULL) {
-		snprintf(why, len, "connection lost");
-		return (0);
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		snprintf(why, len, "write: %s", r->str);
-		return (0);
-	}
-	if (r->type != REDIS_REPLY_ARRAY) {
-		snprintf(why, len, "write: unexpected reply");
-		return (0);
-	}
-	return (1);
-}
-
 void
 store_report_repaired(struct store *st, const redisReply *r)
 {

@@ -86,16 +86,7 @@ void	store_claim_init(struct store *st);
 void	store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	    int resume_only, uint64_t least_epoch);
 
-/* A reply holding a decimal (or nil, 0) into *v; -1 otherwise. */
-int	store_reply_u64(const redisReply *r, uint64_t *v);
-/*
- * A write script's answer: 1 when it is the array of keys it repaired,
- * else 0 and why in why.
- */
-int	store_write_ok(const redisReply *r, char *why, size_t len);
 /* Log the keys a write replaced and report them (events' repaired()). */
 void	store_report_repaired(struct store *st, const redisReply *r);
-/* 1 when an error reply is the fence refusing us; *owner then points in. */
-int	store_reply_fenced(const redisReply *r, const char **owner);
 
 #endif /* SEMD_STORE_REDIS_H */

@@ -246,6 +246,11 @@ spin(int ms)
 	event_base_loop(base, EVLOOP_NONBLOCK);
 }
 
+static const struct server_hooks conn_hooks = {
+	.dispatch = cmd_dispatch,
+	.closing = cmd_watch_drop,
+};
+
 /* A server from "--directive value" words (NULL-terminated). */
 static void
 server_up(const char *first, ...)
@@ -270,6 +275,7 @@ server_up(const char *first, ...)
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = &cfg;
 	srv.base = base;
+	srv.hooks = &conn_hooks;
 	fake_reset(1000000);
 	srv.clock = fake_clock;
 	srv.start_ms = fake_now;
@@ -1091,15 +1097,19 @@ START_TEST(test_max_output_nonreader)
 }
 END_TEST
 
+static void
+add_output(struct conn *c, void *arg)
+{
+	*(size_t *)arg += evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
 /* The unread replies of every connection, as conn.c counts them. */
 static size_t
 output_of_all(void)
 {
-	struct conn	*c, *tmp;
-	size_t		 n = 0;
+	size_t	n = 0;
 
-	HASH_ITER(hh, srv.conns, c, tmp)
-		n += evbuffer_get_length(bufferevent_get_output(c->bev));
+	conn_foreach(&srv, add_output, &n);
 	return (n);
 }
 
@@ -1122,16 +1132,16 @@ START_TEST(test_max_output_total)
 	bufferevent_disable(small.bev, EV_READ);
 	client_send(&small, "LIST\n");		/* ~9 KB */
 	spin(20);
-	ck_assert_uint_eq(srv.output_bytes, output_of_all());
-	ck_assert_uint_gt(srv.output_bytes, 4096);
+	ck_assert_uint_eq(conn_output_bytes(&srv), output_of_all());
+	ck_assert_uint_gt(conn_output_bytes(&srv), 4096);
 	for (i = 0; i < 20; i++)		/* ~180 KB */
 		client_send(&big, "LIST\n");
 	spin(50);
 	/* The one with the most unread replies is closed; no one else. */
 	expect_gone(&big);
 	ck_assert_ptr_nonnull(conn_of(&small));
-	ck_assert_uint_eq(srv.output_bytes, output_of_all());
-	ck_assert_uint_le(srv.output_bytes, 64 * 1024);
+	ck_assert_uint_eq(conn_output_bytes(&srv), output_of_all());
+	ck_assert_uint_le(conn_output_bytes(&srv), 64 * 1024);
 	client_send(&reader, "PING\n");
 	expect_line(&reader, "OK PONG");
 	client_free(&big);
@@ -1139,7 +1149,7 @@ START_TEST(test_max_output_total)
 	client_free(&reader);
 	spin(20);
 	/* (small's connection still tries to flush its replies.) */
-	ck_assert_uint_eq(srv.output_bytes, output_of_all());
+	ck_assert_uint_eq(conn_output_bytes(&srv), output_of_all());
 	server_down();
 }
 END_TEST

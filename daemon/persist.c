@@ -48,15 +48,30 @@
 
 #define TOKEN_BLOCK		1000
 
-enum persist_state {
-	PST_OFF,	/* persistence none */
-	PST_LOADING,	/* start-up: reading the store */
-	PST_DOWN,	/* the store cannot be written now */
-	PST_UP
+static const char *const state_names[PST__COUNT] = {
+	[PST_OFF] = "off",
+	[PST_LOADING] = "loading",
+	[PST_DOWN] = "down",
+	[PST_UP] = "ok",
+	[PST_STANDBY] = "standby",
+};
+static const char *const role_names[ROLE__COUNT] = {
+	[ROLE_SINGLE] = "single",
+	[ROLE_OWNER] = "owner",
+	[ROLE_STANDBY] = "standby",
 };
 
-static const char *const state_names[] = { "off", "loading", "down", "ok" };
-static const char *const role_names[] = { "single", "owner", "standby" };
+const char *
+persist_role_name(enum persist_role role)
+{
+	return (role < ROLE__COUNT ? role_names[role] : "?");
+}
+
+const char *
+persist_state_name(enum persist_state state)
+{
+	return (state < PST__COUNT ? state_names[state] : "?");
+}
 static const struct ownership_hooks persist_own_hooks;
 static void	persist_free_damaged(struct persist *);
 
@@ -972,12 +987,14 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	struct flight		*f;
 	enum persist_role	 role = persist_role(p);
 
+	st->role_id = role;
 	st->role = role_names[role];
-	st->ownership = ownership_state_name(p->own != NULL ?
-	    ownership_state(p->own) : OWN_OFF);
+	st->ownership_id = p->own != NULL ? ownership_state(p->own) : OWN_OFF;
+	st->ownership = ownership_state_name((enum own_state)st->ownership_id);
+	st->state_id = role == ROLE_STANDBY ? PST_STANDBY : p->state;
+	st->state = state_names[st->state_id];
 	st->epoch = p->own != NULL ? ownership_epoch(p->own) : 0;
 	st->owner = p->own != NULL ? ownership_owner_addr(p->own) : "-";
-	st->state = role == ROLE_STANDBY ? "standby" : state_names[p->state];
 	st->mode = config_persist_mode_name((enum persist_mode)
 	    p->cfg->persistence);
 	st->backlog = persist_backlog(p);

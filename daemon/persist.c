@@ -390,6 +390,11 @@ batch_full(struct persist *p, struct batch *b, struct flight *f)
 		    NULL);
 	for (s = engine_sem_first(p->engine); s != NULL;
 	    s = engine_sem_next(s)) {
+		/*
+		 * Its keys go first: grants Redis holds that memory no longer
+		 * has (written after a flush, released since) must not stay.
+		 */
+		batch_sem(b, s->name, s->name_len, NULL);
 		batch_sem(b, s->name, s->name_len, s);
 		for (g = s->grants; g != NULL; g = g->sem_next)
 			batch_grant(p, b, s->name, s->name_len, g->token, g);

@@ -65,9 +65,15 @@ store_report_repaired(struct store *st, const redisReply *r)
 		if (r->element[i]->type != REDIS_REPLY_STRING)
 			continue;
 		keys[n++] = r->element[i]->str;
-		log_warnx("redis %s: key %s had the wrong type for semd; "
-		    "replaced it (the keys under prefix '%s' are semd's own)",
-		    st->address, r->element[i]->str, st->cfg->redis_prefix);
+		if (strcmp(r->element[i]->str, STORE_RESTORED_WORD) == 0)
+			log_warnx("redis %s: the owner key was gone (Redis lost "
+			    "its data): put it back; rewriting Redis from "
+			    "memory", st->address);
+		else
+			log_warnx("redis %s: key %s had the wrong type for "
+			    "semd; replaced it (the keys under prefix '%s' are "
+			    "semd's own)", st->address, r->element[i]->str,
+			    st->cfg->redis_prefix);
 	}
 	if (n > 0 && st->ev.repaired != NULL)
 		st->ev.repaired(st->ctx, keys, n);
@@ -217,6 +223,13 @@ store_tokens_reply(struct store *st, const redisReply *r, uint64_t *v)
 	if (r->type == REDIS_REPLY_ERROR &&
 	    strstr(r->str, "WRONGTYPE") != NULL) {
 		*v = 0;
+	} else if (r->type == REDIS_REPLY_STRING &&
+	    strcmp(r->str, "restored") == 0) {
+		/* The fence put our claim back: Redis lost its data. */
+		*v = 0;
+		log_warnx("redis %s: the owner key was gone (Redis lost its "
+		    "data): put it back", st->address);
+		return (0);
 	} else if (r->type == REDIS_REPLY_STATUS ||
 	    (r->type == REDIS_REPLY_STRING && strcmp(r->str, "wrongtype") ==
 	    0)) {

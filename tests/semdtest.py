@@ -166,6 +166,18 @@ def expect_token(c, req, desc=None):
     return is_token(got, desc or "%s -> OK <token>" % show(req)) or 0
 
 
+def free_port():
+    """A free TCP port on 127.0.0.1 (bind to port 0, read it, close). It
+    may be taken again before it is used: servers started on it retry
+    with another one (redistest.Redis)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
 class Skip(Exception):
     pass
 

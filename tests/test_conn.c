@@ -34,165 +34,12 @@
 #include "persist.h"
 #include "server.h"
 #include "store.h"
-
-/* --- a store that acknowledges what the test says --- */
+#include "store_fake.h"
 
 static struct config		 cfg;
 
-static struct {
-	const struct store_events	*ev;
-	void				*ctx;
-	int				 in_flight;	/* batches sent */
-} fake;
-
-static struct store *
-fake_create(const struct config *config, struct event_base *base,
-    const struct store_events *events, void *ctx)
-{
-	(void)config;
-	(void)base;
-	fake.ev = events;
-	fake.ctx = ctx;
-	fake.in_flight = 0;
-	return ((struct store *)&fake);
-}
-
-static void
-fake_destroy(struct store *st)
-{
-	(void)st;
-}
-
-static void
-fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only, uint64_t least_epoch)
-{
-	struct store_owner	own;
-
-	(void)st;
-	(void)resume_epoch;
-	(void)resume_only;
-	(void)least_epoch;
-	memset(&own, 0, sizeof(own));
-	own.ours = 1;
-	own.epoch = 1;
-	own.sent_ms = fake_now;
-	snprintf(own.addr, sizeof(own.addr), "%s", addr);
-	fake.ev->claimed(fake.ctx, &own, NULL);
-}
-
-static void
-fake_advertise(struct store *st, const char *addr)
-{
-	(void)st;
-	(void)addr;
-}
-
-static int
-fake_load(struct store *st, const struct store_loader *ld, void *ctx,
-    uint64_t reserve, uint64_t *tokens, int *repair, char *err,
-    size_t errlen)
-{
-	(void)st;
-	(void)repair;
-	(void)ld;
-	(void)ctx;
-	(void)reserve;
-	(void)err;
-	(void)errlen;
-	*tokens = 0;
-	return (0);
-}
-
-static int
-fake_write_blocking(struct store *st, const struct store_change *ch,
-    size_t n)
-{
-	(void)st;
-	(void)ch;
-	(void)n;
-	return (0);
-}
-
-static void
-fake_connect(struct store *st)
-{
-	(void)st;
-	/* A token bound above what persist wrote: Redis lost nothing. */
-	fake.ev->ready(fake.ctx, UINT64_MAX / 2, NULL, 0);
-}
-
-static void
-fake_disconnect(struct store *st)
-{
-	(void)st;
-}
-
-static int
-fake_can_submit(struct store *st)
-{
-	(void)st;
-	return (fake.in_flight < cfg.persistence_pipeline);
-}
-
-static void
-fake_submit(struct store *st, const struct store_change *ch, size_t n)
-{
-	(void)st;
-	(void)ch;
-	(void)n;
-	fake.in_flight++;
-}
-
-static void
-fake_reconnect(struct store *st, const char *why)
-{
-	(void)st;
-	(void)why;
-}
-
-static const char *
-fake_name(struct store *st)
-{
-	(void)st;
-	return ("fake");
-}
-
-static const struct store_ops fake_ops = {
-	.create = fake_create,
-	.destroy = fake_destroy,
-	.claim = fake_claim,
-	.advertise = fake_advertise,
-	.load = fake_load,
-	.write_blocking = fake_write_blocking,
-	.connect = fake_connect,
-	.disconnect = fake_disconnect,
-	.can_submit = fake_can_submit,
-	.submit = fake_submit,
-	.reconnect = fake_reconnect,
-	.durability = fake_name,
-	.dataset = fake_name,
-	.address = fake_name,
-};
-
-/* Acknowledge the oldest batch in flight. */
-static void
-fake_ack(void)
-{
-	ck_assert_int_ge(fake.in_flight, 1);
-	fake.in_flight--;
-	fake.ev->renewed(fake.ctx, fake_now);
-	fake.ev->batch_done(fake.ctx, STORE_ACKED);
-}
-
-/* The connection fails: every batch in flight fails, in order. */
-static void
-fake_fail(void)
-{
-	for (; fake.in_flight > 0; fake.in_flight--)
-		fake.ev->batch_done(fake.ctx, STORE_UNKNOWN);
-	fake.ev->lost(fake.ctx, "test: connection lost");
-}
+/* Batches sent and not yet answered (store_fake.h). */
+#define IN_FLIGHT()	((int)(fake.nbatches - fake.nacked))
 
 /* --- a server without listeners --- */
 
@@ -272,6 +119,17 @@ server_up(const char *first, ...)
 	ck_assert_int_eq(config_load(&cfg, argc, argv, &action, err,
 	    sizeof(err)), 0);
 	base = event_base_new();
+	/*
+	 * The store: a claim that is ours at once, ready on the next turn,
+	 * persistence-pipeline batches in flight.
+	 */
+	fake_free_batches();
+	memset(&fake, 0, sizeof(fake));
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 1;
+	fake.claim_inline = 1;
+	fake.auto_ready = 1;
+	fake.depth = (unsigned)cfg.persistence_pipeline;
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = &cfg;
 	srv.base = base;
@@ -292,8 +150,8 @@ server_up(const char *first, ...)
 		spin(1);
 	while (persist_role(srv.persist) == ROLE_STANDBY && fake_now < end);
 	event_base_loop(base, EVLOOP_NONBLOCK);
-	if (fake.in_flight) {
-		fake_ack();
+	if (IN_FLIGHT()) {
+		fake_ack(1);
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	}
 }
@@ -306,6 +164,7 @@ server_down(void)
 	conn_free_all(&srv);
 	conn_service_stop(&srv);
 	engine_free(srv.engine);
+	fake_free_batches();
 	fake_reset(0);
 	event_base_free(base);
 	config_free(&cfg);
@@ -745,7 +604,7 @@ START_TEST(test_wait_store)
 	spin(10);
 	ck_assert_int_eq(conn_of(&a)->state, CONN_WAIT_STORE);
 	ck_assert_int_eq(lines_pending(&a), 0);
-	fake_ack();				/* WAIT_STORE -> READY */
+	fake_ack(1);				/* WAIT_STORE -> READY */
 	expect_line(&a, "OK 1");
 	expect_line(&a, "OK PONG");
 	client_free(&a);
@@ -762,7 +621,7 @@ START_TEST(test_wait_engine_then_store)
 	client_new(&b);
 	client_send(&a, "ACQUIRE s\n");
 	spin(10);
-	fake_ack();
+	fake_ack(1);
 	expect_line(&a, "OK 1");
 	client_send(&b, "ACQUIRE s\n");
 	spin(10);
@@ -772,7 +631,7 @@ START_TEST(test_wait_engine_then_store)
 	spin(10);
 	/* Granted to b, being written: WAIT_ENGINE -> WAIT_STORE. */
 	ck_assert_int_eq(conn_of(&b)->state, CONN_WAIT_STORE);
-	fake_ack();
+	fake_ack(1);
 	expect_line(&b, "OK 2");
 	client_free(&a);
 	client_free(&b);
@@ -794,7 +653,7 @@ START_TEST(test_eof_while_waiting_on_store)
 	bufferevent_flush(a.bev, EV_WRITE, BEV_FINISHED);
 	spin(10);
 	ck_assert_ptr_nonnull(conn_of(&a));
-	fake_ack();
+	fake_ack(1);
 	expect_line(&a, "OK 1");
 	expect_gone(&a);			/* then it closes */
 	engine_get_stats(srv.engine, &st);
@@ -819,7 +678,7 @@ START_TEST(test_killed_while_waiting_on_store)
 	client_send(&k, req);			/* WAIT_STORE -> DEAD */
 	expect_line(&k, "OK");
 	expect_gone(&a);
-	fake_ack();				/* nobody left to answer */
+	fake_ack(1);				/* nobody left to answer */
 	client_free(&a);
 	client_free(&k);
 	server_down();
@@ -951,13 +810,13 @@ START_TEST(test_pipelined_batches)
 	client_send(&b, "ACQUIRE s\n");
 	spin(10);
 	/* b's grant did not wait for a's batch to land. */
-	ck_assert_int_eq(fake.in_flight, 2);
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 2);
+	fake_ack(1);
 	expect_line(&a, "OK 1");
 	spin(10);
 	ck_assert_int_eq(conn_of(&b)->state, CONN_WAIT_STORE);
 	ck_assert_int_eq(lines_pending(&b), 0);
-	fake_ack();
+	fake_ack(1);
 	expect_line(&b, "OK 2");
 	client_free(&a);
 	client_free(&b);
@@ -977,12 +836,12 @@ START_TEST(test_pipeline_depth)
 		client_send(&c[i], "ACQUIRE s\n");
 		spin(10);
 	}
-	ck_assert_int_eq(fake.in_flight, 2);	/* the third waits */
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 2);	/* the third waits */
+	fake_ack(1);
 	spin(10);
-	ck_assert_int_eq(fake.in_flight, 2);	/* now it goes */
-	fake_ack();
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 2);	/* now it goes */
+	fake_ack(1);
+	fake_ack(1);
 	expect_line(&c[0], "OK 1");
 	expect_line(&c[1], "OK 2");
 	expect_line(&c[2], "OK 3");
@@ -1006,9 +865,9 @@ START_TEST(test_pipeline_failure)
 	spin(10);
 	client_send(&b, "ACQUIRE s\n");
 	spin(10);
-	ck_assert_int_eq(fake.in_flight, 2);
+	ck_assert_int_eq(IN_FLIGHT(), 2);
 	/* The first fails: the second, in flight behind it, fails too. */
-	fake_fail();
+	fake_fail("test: connection lost");
 	spin(10);
 	ck_assert(client_line(&a, buf, sizeof(buf)));
 	ck_assert_msg(strncmp(buf, "ERR UNAVAILABLE", 15) == 0, "%s", buf);
@@ -1017,13 +876,14 @@ START_TEST(test_pipeline_failure)
 	engine_get_stats(srv.engine, &st);
 	ck_assert_uint_eq(st.grants, 0);	/* both undone */
 	/* Back: what the failed batches carried is written again. */
-	fake.ev->ready(fake.ctx, UINT64_MAX / 2, NULL, 0);
+	fake.ready = 0;
+	fake_ready();
 	spin(10);
-	ck_assert_int_eq(fake.in_flight, 1);
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 1);
+	fake_ack(1);
 	client_send(&a, "ACQUIRE s\n");
 	spin(10);
-	fake_ack();
+	fake_ack(1);
 	spin(1);	/* the reply is written at the end of a turn */
 	ck_assert(client_line(&a, buf, sizeof(buf)));
 	ck_assert_msg(strncmp(buf, "OK ", 3) == 0, "%s", buf);

@@ -77,6 +77,7 @@
 #include "log.h"
 #include "persist.h"
 #include "server.h"
+#include "sock.h"
 #include "timers.h"
 
 /* How long a closing connection may take to read its last replies. */
@@ -193,56 +194,6 @@ conn_output_full(struct conn *c)
 	    (size_t)c->srv->cfg->max_output);
 }
 
-/* 1 for loopback and Unix-socket peers, which protected mode admits. */
-static int
-conn_peer_is_local(const struct sockaddr *sa)
-{
-	const struct sockaddr_in	*sin;
-	const struct sockaddr_in6	*sin6;
-	const uint8_t			*a;
-
-	switch (sa->sa_family) {
-	case AF_UNIX:
-		return (1);
-	case AF_INET:
-		sin = (const struct sockaddr_in *)sa;
-		return ((ntohl(sin->sin_addr.s_addr) >> 24) == 127);
-	case AF_INET6:
-		sin6 = (const struct sockaddr_in6 *)sa;
-		a = sin6->sin6_addr.s6_addr;
-		if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
-			return (1);
-		return (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && a[12] == 127);
-	default:
-		return (0);
-	}
-}
-
-static void
-conn_format_peer(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char	host[INET6_ADDRSTRLEN];
-
-	switch (sa->sa_family) {
-	case AF_INET:
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
-		    host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host,
-		    ntohs(((const struct sockaddr_in *)sa)->sin_port));
-		break;
-	case AF_INET6:
-		inet_ntop(AF_INET6,
-		    &((const struct sockaddr_in6 *)sa)->sin6_addr, host,
-		    sizeof(host));
-		snprintf(buf, len, "[%s]:%u", host,
-		    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
-		break;
-	default:
-		snprintf(buf, len, "unix");
-		break;
-	}
-}
-
 /*
  * Turn a new socket away with one ERR line, before any buffer exists for
  * it. Best effort: a full socket buffer just loses the line.
@@ -257,34 +208,6 @@ conn_reject(struct server *srv, evutil_socket_t fd, const char *line)
 	shutdown(fd, SHUT_WR);
 	evutil_closesocket(fd);
 	srv->stats.rejected_total++;
-}
-
-/*
- * No Nagle: a reply that follows another before the client answered
- * (pipelining, a grant written behind an earlier reply, WATCH) must not
- * wait for its ACK. Keepalive lets a vanished client host be noticed, so
- * that its bound permits are released: after idle + 3 * interval at the
- * most.
- */
-static void
-conn_set_tcp_options(evutil_socket_t fd, int64_t keepalive_ms)
-{
-	int	on = 1, idle, intvl, cnt = 3;
-
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) != 0)
-		log_warn("setsockopt TCP_NODELAY");
-	if (keepalive_ms <= 0)
-		return;
-	idle = (int)(keepalive_ms / 1000);
-	if (idle < 1)
-		idle = 1;
-	intvl = idle / 3 > 0 ? idle / 3 : 1;
-	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) != 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
-	    sizeof(intvl)) != 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) != 0)
-		log_warn("setsockopt keepalive");
 }
 
 /*
@@ -587,7 +510,7 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 	char			 peer[64];
 
 	(void)socklen;
-	conn_format_peer(sa, peer, sizeof(peer));
+	sock_format_peer(sa, peer, sizeof(peer));
 	if (srv->conns->nconns >= (uint32_t)cfg->maxclients) {
 		log_warnx("rejecting %s: maxclients (%lld) reached", peer,
 		    (long long)cfg->maxclients);
@@ -596,7 +519,7 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		return (NULL);
 	}
 	if (cfg->protected_mode && cfg->requirepass == NULL &&
-	    !conn_peer_is_local(sa)) {
+	    !sock_peer_is_local(sa)) {
 		log_warnx("rejecting %s: protected mode", peer);
 		conn_reject(srv, fd, "ERR AUTH protected mode: no password "
 		    "is set, so only loopback clients are served; set "
@@ -604,7 +527,7 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		return (NULL);
 	}
 	if (sa->sa_family != AF_UNIX)
-		conn_set_tcp_options(fd, cfg->tcp_keepalive_ms);
+		sock_set_tcp_options(fd, cfg->tcp_keepalive_ms);
 	bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		fatalx("cannot set up a connection");

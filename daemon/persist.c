@@ -40,6 +40,7 @@
 
 #include <uthash.h>
 
+#include "dirty.h"
 #include "log.h"
 #include "owner.h"
 #include "persist.h"
@@ -74,19 +75,6 @@ persist_state_name(enum persist_state state)
 }
 static const struct ownership_hooks persist_own_hooks;
 static void	persist_free_damaged(struct persist *);
-
-struct dirty_sem {
-	char		 name[PROTO_NAME_MAX + 1];
-	size_t		 len;
-	UT_hash_handle	 hh;
-};
-
-struct dirty_grant {
-	uint64_t	 token;
-	char		 sem[PROTO_NAME_MAX + 1];	/* for its removal */
-	size_t		 sem_len;
-	UT_hash_handle	 hh;
-};
 
 /* One batch in flight: what it writes, and what waits for it. */
 struct flight {
@@ -162,52 +150,6 @@ static uint64_t
 persist_backlog(struct persist *p)
 {
 	return (HASH_COUNT(p->dirty_sems) + HASH_COUNT(p->dirty_grants));
-}
-
-static void
-dirty_clear(struct dirty_sem **sems, struct dirty_grant **grants)
-{
-	struct dirty_sem	*ds, *dstmp;
-	struct dirty_grant	*dg, *dgtmp;
-
-	HASH_ITER(hh, *sems, ds, dstmp) {
-		HASH_DEL(*sems, ds);
-		free(ds);
-	}
-	HASH_ITER(hh, *grants, dg, dgtmp) {
-		HASH_DEL(*grants, dg);
-		free(dg);
-	}
-}
-
-static void
-dirty_sem_add(struct dirty_sem **set, const char *name, size_t len)
-{
-	struct dirty_sem	*ds;
-
-	HASH_FIND(hh, *set, name, len, ds);
-	if (ds != NULL)
-		return;
-	ds = xcalloc(1, sizeof(*ds));
-	memcpy(ds->name, name, len);
-	ds->len = len;
-	HASH_ADD_KEYPTR(hh, *set, ds->name, ds->len, ds);
-}
-
-static void
-dirty_grant_add(struct dirty_grant **set, uint64_t token, const char *sem,
-    size_t sem_len)
-{
-	struct dirty_grant	*dg;
-
-	HASH_FIND(hh, *set, &token, sizeof(token), dg);
-	if (dg != NULL)
-		return;
-	dg = xcalloc(1, sizeof(*dg));
-	dg->token = token;
-	memcpy(dg->sem, sem, sem_len);
-	dg->sem_len = sem_len;
-	HASH_ADD(hh, *set, token, sizeof(dg->token), dg);
 }
 
 /* A failed batch: what it carried is dirty again (unless already so). */

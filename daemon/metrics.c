@@ -328,13 +328,14 @@ metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 	    "Requests run, by verb.");
 	for (i = 0; i < VERB__COUNT; i++)
 		metrics_sample(buf, "semd_commands_total", "verb",
-		    proto_verb_name((enum proto_verb)i), srv->stats.calls[i]);
+		    proto_verb_name((enum proto_verb)i),
+		    stats_server(v)->calls[i]);
 	metrics_family(buf, "semd_errors_total", "counter",
 	    "ERR replies, by code.");
 	for (i = 1; i < PERR__COUNT; i++) {
 		if ((name = proto_err_name((enum proto_err)i)) != NULL)
 			metrics_sample(buf, "semd_errors_total", "code", name,
-			    srv->stats.errors[i]);
+			    stats_server(v)->errors[i]);
 	}
 	/* States: one sample per value of the enum, 1 for the current. */
 	metrics_family(buf, "semd_persistence_state", "gauge",

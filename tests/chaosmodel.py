@@ -35,7 +35,8 @@ import time
 import traceback
 
 sys.dont_write_bytecode = True
-from semdtest import connect, parse_kv, ConnClosed, ReplyTimeout  # noqa: E402
+from semdtest import (connect, parse_kv, ConnClosed, ReplyTimeout,  # noqa: E402
+                      ok)
 
 now = time.monotonic
 INF = float("inf")
@@ -452,3 +453,49 @@ def chaos_acquire(client, line, lost_label):
         return None
     client.count("grants")
     return int(m.group(1)), t_sent, t_rep
+
+
+class ChaosClient(threading.Thread):
+    """What the chaos clients of both chaos tests share: run() calls the
+    subclass's loop() and keeps the traceback of an error (.error) for
+    the checker, dropping the connection in the end; turns() paces loop():
+    it stops when the run ends (.w.end, .w.stop) or connect() gives up."""
+
+    def run(self):
+        try:
+            self.loop()
+        except Exception:
+            self.error = traceback.format_exc()
+        finally:
+            self.drop()
+
+    def turns(self):
+        for _ in range(100000):
+            if now() >= self.w.end or self.w.stop:
+                return
+            if self.conn is None and not self.connect():
+                return
+            yield
+
+
+# --------------------------------------------------------------------------
+# The checks both chaos tests end with
+# --------------------------------------------------------------------------
+
+def check_capacity(sem, cap, beliefs, t0):
+    """(a) the grants clients believed they held never sum above cap."""
+    bad = overbooked(beliefs, cap)
+    ok(bad is None, "(a) %s: the grants clients believed held never "
+       "sum above capacity %d (%d belief intervals)" %
+       (sem, cap, len(beliefs)),
+       bad and "at t=%.3f: %r" % (bad[0] - t0, [
+           (b[4], b[1], b[5], round(b[2] - t0, 3),
+            round(b[3] - t0, 3)) for b in bad[1]]))
+
+
+def check_tokens_unique(acked):
+    """(b) no token was acknowledged twice; acked: (token, gen, sem)."""
+    toks = [a[0] for a in acked]
+    dups = sorted(t for t in set(toks) if toks.count(t) > 1)
+    ok(not dups, "(b) no token was acknowledged twice (%d tokens)" %
+       len(toks), repr(dups[:10]))

@@ -30,7 +30,8 @@ sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from redistest import *  # noqa: E402,F403
 from chaosmodel import (Monitor, overbooked, random_acquire,  # noqa: E402
-                        chaos_acquire)
+                        chaos_acquire, ChaosClient,
+                        check_capacity, check_tokens_unique)
 
 SEMS = {"c3": 3, "c2": 2}
 CLIENTS = 20
@@ -52,7 +53,7 @@ class World:
         self.stop = False
 
 
-class Client(threading.Thread):
+class Client(ChaosClient):
     def __init__(self, idx, world):
         super().__init__(name="client%d" % idx, daemon=True)
         self.idx = idx
@@ -102,20 +103,8 @@ class Client(threading.Thread):
             return None, t_sent, now()
         return rep, t_sent, now()
 
-    def run(self):
-        try:
-            self.loop()
-        except Exception:
-            self.error = traceback.format_exc()
-        finally:
-            self.drop()
-
     def loop(self):
-        for _ in range(100000):
-            if now() >= self.w.end or self.w.stop:
-                return
-            if self.conn is None and not self.connect():
-                return
+        for _ in self.turns():
             sem, n, lease_ms, line = random_acquire(self.rng, SEMS)
             gen = self.gen
             got = chaos_acquire(self, line, "acquire_lost")
@@ -223,19 +212,10 @@ def test_chaos():
            "after restarts (%d)" % counts.get("attach OK", 0), repr(counts))
 
         for sem, cap in sorted(SEMS.items()):
-            bel = [b for cl in clients for b in cl.beliefs if b[0] == sem]
-            bad = overbooked(bel, cap)
-            ok(bad is None, "(a) %s: the grants clients believed held never "
-               "sum above capacity %d (%d belief intervals)" %
-               (sem, cap, len(bel)),
-               bad and "at t=%.3f: %r" % (bad[0] - t0, [
-                   (b[4], b[1], b[5], round(b[2] - t0, 3),
-                    round(b[3] - t0, 3)) for b in bad[1]]))
+            check_capacity(sem, cap, [b for cl in clients
+                                      for b in cl.beliefs if b[0] == sem], t0)
         acked = [a for cl in clients for a in cl.acked]
-        toks = [a[0] for a in acked]
-        dups = sorted(t for t in set(toks) if toks.count(t) > 1)
-        ok(not dups, "(b) no token was acknowledged twice (%d tokens)" %
-           len(toks), repr(dups[:10]))
+        check_tokens_unique(acked)
         top = {}
         for tok, gen, _ in acked:
             if gen is not None:

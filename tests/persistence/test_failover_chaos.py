@@ -49,7 +49,8 @@ sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
 from redistest import *  # noqa: E402,F403
 from chaosmodel import (Grant, Session, Monitor, overbooked,  # noqa: E402
                         beliefs_of, token_problems, random_acquire,
-                        chaos_acquire)
+                        chaos_acquire, ChaosClient,
+                        check_capacity, check_tokens_unique)
 
 SEMS = {"c3": 3, "c2": 2, "c6": 6}
 KEEP = "keep"                   # long leases, never released by clients
@@ -85,7 +86,7 @@ def addr_index(w, addr):
     return None
 
 
-class Client(threading.Thread):
+class Client(ChaosClient):
     def __init__(self, idx, world):
         super().__init__(name="client%d" % idx, daemon=True)
         self.idx = idx
@@ -194,20 +195,8 @@ class Client(threading.Thread):
                 if rep != "OK PONG":
                     self.count("unexpected PING reply")
 
-    def run(self):
-        try:
-            self.loop()
-        except Exception:
-            self.error = traceback.format_exc()
-        finally:
-            self.drop()
-
     def loop(self):
-        for _ in range(100000):
-            if now() >= self.w.end or self.w.stop:
-                return
-            if self.conn is None and not self.connect():
-                return
+        for _ in self.turns():
             if self.rng.random() < 0.08:
                 rep, t_sent, t_rep = self.req("TRY %s LEASE 120000" % KEEP,
                                               10)
@@ -500,19 +489,10 @@ def test_failover_chaos():
 
         grants = [g for cl in clients for g in cl.grants]
         for sem, cap in sorted(SEMS.items()):
-            bel = beliefs_of([g for g in grants if g.sem == sem], GRACE_S)
-            bad = overbooked(bel, cap)
-            ok(bad is None, "(a) %s: the grants clients believed held never "
-               "sum above capacity %d (%d belief intervals)" %
-               (sem, cap, len(bel)),
-               bad and "at t=%.3f: %r" % (bad[0] - t0, [
-                   (b[4], b[1], b[5], round(b[2] - t0, 3),
-                    round(b[3] - t0, 3)) for b in bad[1]]))
+            check_capacity(sem, cap, beliefs_of(
+                [g for g in grants if g.sem == sem], GRACE_S), t0)
         acked = [a for cl in clients for a in cl.acked]
-        toks = [a[0] for a in acked]
-        dups = sorted(t for t in set(toks) if toks.count(t) > 1)
-        ok(not dups, "(b) no token was acknowledged twice (%d tokens)" %
-           len(toks), repr(dups[:10]))
+        check_tokens_unique(acked)
         probs = token_problems(grants)
         ok(not probs, "(b) per semaphore, a grant asked for after another "
            "was acknowledged has the larger token", "; ".join(probs[:5]))

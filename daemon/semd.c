@@ -410,14 +410,56 @@ semd_start_check(struct semd *d, int argc, char **argv)
 	return (-1);
 }
 
+/*
+ * The event loop. The changelist folds an EV_WRITE added and deleted in
+ * one turn (store-redis.c's same-turn writes) into no epoll_ctl at all. It
+ * mishandles descriptors that are dup()s of one another, which semd never
+ * registers: keep it so (socket activation, say). Clients' work runs at
+ * the lowest priority and for at most SERVER_CLIENT_PASS_US a pass before
+ * the loop polls again, so that timers and Redis replies are never stuck
+ * behind it (server.h).
+ */
+static struct event_base *
+semd_event_base(void)
+{
+	struct event_config	*ecfg;
+	struct event_base	*base;
+
+	if ((ecfg = event_config_new()) == NULL)
+		fatalx("event_config_new");
+	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	if (event_config_set_max_dispatch_interval(ecfg,
+	    &(struct timeval){ 0, SERVER_CLIENT_PASS_US }, -1,
+	    SERVER_PRIORITIES - 1) != 0)
+		fatalx("event_config_set_max_dispatch_interval");
+	if ((base = event_base_new_with_config(ecfg)) == NULL ||
+	    event_base_priority_init(base, SERVER_PRIORITIES) != 0)
+		fatalx("event_base_new");
+	event_config_free(ecfg);
+	return (base);
+}
+
+/*
+ * Jitter for reconnection backoff: instances must not align, so the seed
+ * comes from the kernel (pid ^ time repeats across daemons started
+ * together).
+ */
+static void
+semd_seed_random(void)
+{
+	unsigned	seed;
+
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+	srandom(seed);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct semd	 d;
-	struct event_config *ecfg;
 	size_t		 i;
 	int		 rc, started_fd = -1;
-	unsigned	 seed;
 
 	memset(&d, 0, sizeof(d));
 	d.pidfd = -1;
@@ -447,40 +489,11 @@ main(int argc, char **argv)
 	if (started_fd >= 0)
 		semd_detach(started_fd);
 
-	/*
-	 * The changelist folds an EV_WRITE added and deleted in one turn
-	 * (store-redis.c's same-turn writes) into no epoll_ctl at all. It
-	 * mishandles descriptors that are dup()s of one another, which semd
-	 * never registers: keep it so (socket activation, say).
-	 */
-	if ((ecfg = event_config_new()) == NULL)
-		fatalx("event_config_new");
-	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-	/*
-	 * Clients' work runs at the lowest priority and for at most
-	 * SERVER_CLIENT_PASS_US a pass before the loop polls again, so
-	 * that timers and Redis replies are never stuck behind it
-	 * (server.h).
-	 */
-	if (event_config_set_max_dispatch_interval(ecfg,
-	    &(struct timeval){ 0, SERVER_CLIENT_PASS_US }, -1,
-	    SERVER_PRIORITIES - 1) != 0)
-		fatalx("event_config_set_max_dispatch_interval");
-	if ((d.base = event_base_new_with_config(ecfg)) == NULL ||
-	    event_base_priority_init(d.base, SERVER_PRIORITIES) != 0)
-		fatalx("event_base_new");
-	event_config_free(ecfg);
+	d.base = semd_event_base();
 	semd_signals(&d);
 	log_info("semd %s starting (pid %ld, %s)", PACKAGE_VERSION,
 	    (long)getpid(), event_base_get_method(d.base));
-	/*
-	 * Jitter for reconnection backoff: instances must not align, so the
-	 * seed comes from the kernel (pid ^ time repeats across daemons
-	 * started together).
-	 */
-	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-		seed = (unsigned)getpid() ^ (unsigned)time(NULL);
-	srandom(seed);
+	semd_seed_random();
 	server_init(&d.srv, &d.cfg, d.base);
 
 	event_base_dispatch(d.base);

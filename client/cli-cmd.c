@@ -243,10 +243,13 @@ cli_refresh(struct cli *cli, const struct cli_args *a)
 
 	if (cli_token_arg(a->pos[1], &token) != 0)
 		return (CLI_EXIT_USAGE);
-	if (cli_parse_proto_ms(a->pos[2], &ms) != 0) {
-		cli_usage_error("refresh: invalid duration '%s' (milliseconds, "
-		    "as the protocol's; or with a unit: 30s, 1.5m, 1h; at most "
-		    "2147483647ms)", a->pos[2]);
+	/* REFRESH sem token 500 is the protocol's <ms>; refresh ... 30 is s. */
+	if (a->wire ? cli_parse_proto_ms(a->pos[2], &ms) != 0 :
+	    cli_parse_duration(a->pos[2], &ms) != 0) {
+		cli_usage_error("refresh: invalid duration '%s' (%s; or with a "
+		    "unit: 250ms, 30s, 1.5m, 1h; at most 2147483647ms)",
+		    a->pos[2], a->wire ? "milliseconds, as the protocol's "
+		    "REFRESH" : "a bare number is seconds");
 		return (CLI_EXIT_USAGE);
 	}
 	err = semc_refresh(cli->c, a->pos[0], token, (uint32_t)ms, &left);
@@ -430,7 +433,8 @@ cli_help_cmd(struct cli *cli, const struct cli_args *a)
 	"D is a duration: a bare number is seconds (30), or a number with a\n" \
 	"unit, ms s m h, maybe with a fraction (250ms, 1.5s, 5m).\n"
 #define CLI_D_WORDS \
-	"The protocol's own words are accepted too, in its milliseconds:\n"
+	"The protocol's own words are accepted too; typed in upper case, as\n" \
+	"the protocol spells them, their bare numbers are its milliseconds:\n"
 
 static const struct cli_cmd cli_cmds[] = {
 	{ "ping", 0, 0, "ping", "check that semd answers (PONG)",
@@ -469,8 +473,9 @@ static const struct cli_cmd cli_cmds[] = {
 	    cli_release },
 	{ "refresh", 3, 0, "refresh SEM TOKEN D",
 	    "extend a lease; print ms left",
-	    "D is the protocol's <ms>: a bare number is milliseconds; a unit may\n"
-	    "be given (30s, 5m).\n", cli_refresh },
+	    CLI_D_OPT
+	    "Typed as the protocol spells it (REFRESH jobs 7 500), a bare number\n"
+	    "is the protocol's milliseconds.\n", cli_refresh },
 	{ "attach", 2, 0, "attach SEM TOKEN",
 	    "re-own a permit after a restart",
 	    "Takes back a permit left unowned by a semd restart; it becomes\n"
@@ -562,8 +567,8 @@ cli_help(void)
 	for (i = 0; i < CLI_NCMDS; i++)
 		printf("  %s\n", cli_cmds[i].usage);
 	printf("durations: 30 (seconds), 1.5s, 250ms, 5m, 1h; the protocol's "
-	    "own words\n"
-	    "  (ACQUIRE jobs 2 TIMEOUT 100) are accepted too, in milliseconds\n"
+	    "own words typed\n"
+	    "  in upper case (ACQUIRE jobs 2 TIMEOUT 100) keep its milliseconds\n"
 	    "exit status: 0 done, 1 not granted in time, 2 usage, 3 server "
 	    "error or\n"
 	    "  unknown outcome, 4 cannot connect (from a pipe: the highest)\n"
@@ -640,6 +645,7 @@ cli_dispatch(struct cli *cli, int argc, char **argv)
 		cli_usage_error("usage: %s", cmd->usage);
 		return (CLI_EXIT_USAGE);
 	}
+	a.wire = cli_is_upper(argv[0]);
 	cli->json |= a.json;
 	rc = cmd->fn(cli, &a);
 	cli->json = json;

@@ -58,6 +58,9 @@ struct cli_args {
 	int		 argc;
 	int		 json;		/* --json after the command */
 	int		 n_given;	/* -n or the protocol's <n> */
+	int		 wire;		/* command typed in upper case, as the
+					   protocol spells it: REFRESH's
+					   duration is then its <ms> */
 };
 
 /* Which options a command takes. */
@@ -72,6 +75,7 @@ struct cli_args {
 
 /* cli-args.c */
 int64_t	 cli_now_ms(void);
+int	 cli_is_upper(const char *word);
 const char *cli_optval(const char *name, int argc, char **argv, int *i);
 int	 cli_parse_duration(const char *s, int64_t *ms);
 int	 cli_parse_proto_ms(const char *s, int64_t *ms);

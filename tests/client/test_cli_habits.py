@@ -59,9 +59,14 @@ def test_durations():
         ttl = ttl_of(c, "one", tok.strip())
         ok(rc == 0 and ttl is not None and 1000 < ttl <= 1500,
            "--lease 1.5s (ttl_ms %s)" % ttl)
-        rc, out, _ = cli(p, "refresh", "one", tok.strip(), "5000")
+        rc, out, _ = cli(p, "refresh", "one", tok.strip(), "5")
         eq((rc, out), (0, "5000\n"),
-           "refresh's D is the protocol's <ms>: 5000 is 5 s")
+           "refresh's D is a duration as typed anywhere: 5 is 5 s")
+        rc, out, _ = cli(p, "REFRESH", "one", tok.strip(), "5000")
+        eq((rc, out), (0, "5000\n"),
+           "REFRESH in the protocol's spelling: 5000 is its <ms>")
+        rc, out, _ = cli(p, "refresh", "one", tok.strip(), "1500ms")
+        eq((rc, out), (0, "1500\n"), "refresh 1500ms")
         rc, out, _ = cli(p, "refresh", "one", tok.strip(), "2m")
         eq((rc, out), (0, "120000\n"), "refresh 2m")
         for bad in ["1.5x", "x", "", "-1", "1.", ".5", "1 s", "3000000s",
@@ -110,6 +115,12 @@ def test_protocol_words():
         ok(rc == 0 and ttl is not None and 1000 < ttl <= 2000,
            "Try jobs 1 lease 2s: keywords in any case, a unit allowed",
            (rc, tok3, err, ttl))
+        eq(cli(p, "release", "jobs", tok3.strip())[0], 0, "release")
+        rc, tok3, err = cli(p, "try", "jobs", "1", "lease", "2")
+        ttl = ttl_of(c, "jobs", tok3.strip())
+        ok(rc == 0 and ttl is not None and 1000 < ttl <= 2000,
+           "try jobs 1 lease 2: not the protocol's upper case, so a bare "
+           "number is seconds", (rc, tok3, err, ttl))
         rc, out, err = cli(p, "acquire", "jobs", "2", "-n", "3", "--lease",
                            "1")
         ok(rc == 2 and "twice" in err, "a count given twice, differently: "

@@ -646,6 +646,8 @@ cli_dispatch(struct cli *cli, int argc, char **argv)
 		return (CLI_EXIT_USAGE);
 	}
 	a.wire = cli_is_upper(argv[0]);
+	if (a.lease_ms == 0)		/* --lease 0: no lease, as libsemc */
+		a.lease_ms = SEMC_BOUND;
 	cli->json |= a.json;
 	rc = cmd->fn(cli, &a);
 	cli->json = json;

@@ -175,6 +175,9 @@ semc_take(struct semc *c, int is_try, const char *sem, uint32_t n,
 	char			topt[32] = "", lopt[32] = "";
 	uint64_t		t;
 
+	/* 0 is no lease, a bound permit: never one already run out. */
+	if (lease_ms == 0)
+		lease_ms = SEMC_BOUND;
 	if ((err = semc_check_name(c, sem)) != SEMC_OK ||
 	    (err = semc_check_int(c, "n", n, 1)) != SEMC_OK ||
 	    (err = semc_check_int(c, "timeout_ms", timeout_ms, -1)) !=

@@ -129,7 +129,6 @@ cmd_stats(struct cmd_ctx *ctx)
 		const char	*key;
 		uint64_t	 value;
 	} counters[] = {
-		{ "protocol",		PROTO_VERSION },
 		{ "pid",		(uint64_t)getpid() },
 		{ "uptime",		uptime_ms / 1000 },
 		{ "uptime_ms",		uptime_ms },
@@ -159,6 +158,7 @@ cmd_stats(struct cmd_ctx *ctx)
 		const char	*value;
 	} texts[] = {
 		{ "version",			PACKAGE_VERSION },
+		{ "protocol",			PROTO_VERSION_STR },
 		{ "role",			ps.role },
 		{ "ownership",			ps.ownership },
 		{ "owner",			ps.owner },

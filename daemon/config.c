@@ -658,8 +658,8 @@ config_load(struct config *cfg, int argc, char **argv,
 		}
 		if (strcmp(argv[i], "--version") == 0 ||
 		    strcmp(argv[i], "-v") == 0) {
-			printf("semd %s (protocol %d)\n", PACKAGE_VERSION,
-			    PROTO_VERSION);
+			printf("semd %s (protocol %s)\n", PACKAGE_VERSION,
+			    PROTO_VERSION_STR);
 			*action = CONFIG_EXIT;
 			return (0);
 		}

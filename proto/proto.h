@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define PROTO_VERSION		1
+#define PROTO_VERSION_STR	"1.1"		/* with the 1.1 additions */
 #define PROTO_NAME_MAX		200		/* bytes in a semaphore name */
 #define PROTO_LABEL_MAX		64		/* bytes in a NAME label */
 #define PROTO_INT_MAX		2147483647u	/* 2^31-1: n, capacity, ms */

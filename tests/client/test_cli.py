@@ -59,7 +59,7 @@ def test_commands_text():
         names = [ln.split()[0] for ln in out.splitlines()[1:]]
         eq((rc, names), (0, ["db", "jobs"]), "list: db and jobs")
         rc, out, _ = cli(p, "stats")
-        ok(rc == 0 and "protocol=1\n" in out and "grants=1\n" in out,
+        ok(rc == 0 and "protocol=1.1\n" in out and "grants=1\n" in out,
            "stats: key=value lines", out)
         eq(cli(p, "try", "db", "-n", "2", "--lease", "1s")[0], 1,
            "try -n 2 when 1 is free: exit 1")
@@ -105,7 +105,7 @@ def test_commands_json():
         rc, j = jcli(p, "list")
         eq((rc, [s["name"] for s in j]), (0, ["jobs"]), "--json list")
         rc, j = jcli(p, "stats")
-        ok(rc == 0 and j["protocol"] == 1 and j["persistence"] == "off",
+        ok(rc == 0 and j["protocol"] == "1.1" and j["persistence"] == "off",
            "--json stats: numbers as numbers, words as strings", j)
         eq(jcli(p, "refresh", "jobs", str(tok), "30s"),
            (0, {"ttl_ms": 30000}), "--json refresh")

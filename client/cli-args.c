@@ -28,6 +28,9 @@ cli_now_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* Commands from a pipe: errors also on stdout, in place (cli_pipe). */
+int	cli_errors_in_place;
+
 void
 cli_usage_error(const char *fmt, ...)
 {
@@ -38,6 +41,14 @@ cli_usage_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputs("\nTry 'semd-cli --help'.\n", stderr);
+	if (cli_errors_in_place) {
+		fputs("(error) ERR ", stdout);
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		putchar('\n');
+		fflush(stdout);
+	}
 }
 
 /*

@@ -277,16 +277,40 @@ cli_check(struct cli *cli, const struct cli_args *a)
 	return (CLI_EXIT_OK);
 }
 
+/* Every key INFO sends (wait_p99_ms, timeouts_total, later ones too). */
 static int
 cli_info(struct cli *cli, const struct cli_args *a)
 {
-	struct semc_info	info;
-	enum semc_err		err;
+	struct semc_stat	*s;
+	enum semc_err		 err;
+	size_t			 n;
 
-	if ((err = semc_info(cli->c, a->pos[0], &info)) != SEMC_OK)
+	if ((err = semc_info_all(cli->c, a->pos[0], &s, &n)) != SEMC_OK)
 		return (cli_fail(cli, err));
-	cli_out_info(cli, &info, -1);
+	cli_out_kv(cli, s, n, 1);
+	free(s);
 	return (CLI_EXIT_OK);
+}
+
+static int
+cli_role(struct cli *cli, const struct cli_args *a)
+{
+	struct semc_stat	*s;
+	enum semc_err		 err;
+	size_t			 n;
+
+	(void)a;
+	if ((err = semc_role(cli->c, &s, &n)) != SEMC_OK)
+		return (cli_fail(cli, err));
+	cli_out_kv(cli, s, n, 1);
+	free(s);
+	return (CLI_EXIT_OK);
+}
+
+static int
+cli_name(struct cli *cli, const struct cli_args *a)
+{
+	return (cli_done(cli, semc_name(cli->c, a->pos[0]), "OK"));
 }
 
 static int
@@ -342,7 +366,7 @@ cli_stats(struct cli *cli, const struct cli_args *a)
 	(void)a;
 	if ((err = semc_stats(cli->c, &s, &n)) != SEMC_OK)
 		return (cli_fail(cli, err));
-	cli_out_stats(cli, s, n);
+	cli_out_kv(cli, s, n, 0);
 	free(s);
 	return (CLI_EXIT_OK);
 }
@@ -488,8 +512,9 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "revoke", 2, 0, "revoke SEM TOKEN",
 	    "free any permit (operators)",
 	    "Frees a permit, bound or leased, whoever holds it.\n", cli_revoke },
-	{ "info", 1, 0, "info SEM", "a semaphore's counters", NULL,
-	    cli_info },
+	{ "info", 1, 0, "info SEM", "a semaphore's counters",
+	    "Prints every key=value semd sends on one line (numbers stay\n"
+	    "numbers with --json).\n", cli_info },
 	{ "holders", 1, 0, "holders SEM",
 	    "its grants, oldest first", NULL, cli_holders },
 	{ "waiters", 1, 0, "waiters SEM",
@@ -498,6 +523,15 @@ static const struct cli_cmd cli_cmds[] = {
 	    cli_list },
 	{ "stats", 0, 0, "stats", "semd's counters",
 	    "Prints key=value lines (numbers stay numbers with --json).\n", cli_stats },
+	{ "role", 0, 0, "role", "owner, standby or single; epoch, owner",
+	    "Prints role=owner|standby|single epoch=N owner=HOST:PORT|- (and\n"
+	    "any key a later semd adds). A standby answers it too.\n",
+	    cli_role },
+	{ "name", 1, 0, "name LABEL", "label this connection",
+	    "Labels the connection (1 to 64 bytes of A-Z a-z 0-9 _ . : / - @)\n"
+	    "as holders, waiters and clients show it; at the prompt and in a\n"
+	    "pipe, for the commands that follow (on the command line, --name).\n",
+	    cli_name },
 	{ "clients", 0, 0, "clients", "semd's connections",
 	    "One line each: id, address, name (--name), age, idle time, bound\n"
 	    "permits, whether it waits, its last command. The id is owner= of\n"

@@ -75,6 +75,7 @@ struct cli_args {
 
 /* cli-args.c */
 int64_t	 cli_now_ms(void);
+extern int cli_errors_in_place;
 int	 cli_is_upper(const char *word);
 const char *cli_optval(const char *name, int argc, char **argv, int *i);
 int	 cli_parse_duration(const char *s, int64_t *ms);
@@ -110,7 +111,8 @@ void	 cli_out_waiters(struct cli *cli, const struct semc_waiter *w,
 void	 cli_out_clients(struct cli *cli, const struct semc_client *cl,
 	    size_t n);
 void	 cli_out_reason(struct cli *cli, enum semc_watch_reason reason);
-void	 cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n);
+void	 cli_out_kv(struct cli *cli, const struct semc_stat *s, size_t n,
+	    int oneline);
 void	 cli_out_error(struct cli *cli, enum semc_err err, const char *msg);
 
 /* cli-run.c */

@@ -337,6 +337,13 @@ enum semc_err	 semc_stats(struct semc *c, struct semc_stat **out,
 enum semc_err	 semc_info_all(struct semc *c, const char *sem,
 		    struct semc_stat **out, size_t *count);
 /*
+ * ROLE: role (owner, standby or single), epoch, owner and any later key,
+ * as strings, one block, free(*out). A standby answers it too.
+ * (Since libsemc.so.3.)
+ */
+enum semc_err	 semc_role(struct semc *c, struct semc_stat **out,
+		    size_t *count);
+/*
  * NAME: label this handle's connection (1 to SEMC_LABEL_MAX bytes of
  * A-Z a-z 0-9 _ . : / - @, e.g. "billing@web3:4121"), now and again on
  * every later connect, as opts.name does; HOLDERS, WAITERS and CLIENTS

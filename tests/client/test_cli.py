@@ -41,7 +41,9 @@ def test_commands_text():
         eq((rc, out), (0, "300000\n"), "refresh 5m -> 300000 (ms)")
         rc, out, _ = cli(p, "info", "db")
         eq((rc, out), (0, "name=db capacity=2 used=1 available=1 "
-                       "holders=1 waiters=0\n"), "info db")
+                       "holders=1 waiters=0 wait_p50_ms=0 wait_p99_ms=0 "
+                       "grants_total=1 timeouts_total=0\n"),
+           "info db: every key INFO sends")
         rc, out, _ = cli(p, "holders", "db")
         rows = out.splitlines()
         ok(rc == 0 and rows[0].split() == ["TOKEN", "N", "KIND", "OWNER",
@@ -93,7 +95,8 @@ def test_commands_json():
         tok = j["token"]
         eq(jcli(p, "info", "jobs"), (0, {
             "name": "jobs", "capacity": 2, "used": 1, "available": 1,
-            "holders": 1, "waiters": 0}), "--json info")
+            "holders": 1, "waiters": 0, "wait_p50_ms": 0, "wait_p99_ms": 0,
+            "grants_total": 1, "timeouts_total": 0}), "--json info")
         rc, j = jcli(p, "check", "jobs", str(tok))
         ok(rc == 0 and j["n"] == 1 and j["kind"] == "lease" and
            0 < j["ttl_ms"] <= 60000, "--json check", j)

@@ -328,6 +328,7 @@ semd_detach(int fd)
 	dup2(null, STDERR_FILENO);
 	if (null > STDERR_FILENO)
 		close(null);
+	log_detached();
 	if (write(fd, "", 1) != 1)
 		log_warn("cannot tell the parent process semd started");
 	close(fd);
@@ -411,8 +412,6 @@ main(int argc, char **argv)
 	}
 	if (d.cfg.pidfile != NULL)
 		d.pidfd = semd_pidfile(d.cfg.pidfile);
-	if (started_fd >= 0)
-		semd_detach(started_fd);
 
 	/*
 	 * The changelist folds an EV_WRITE added and deleted in one turn
@@ -432,6 +431,9 @@ main(int argc, char **argv)
 	/* Jitter for reconnection backoff: instances must not align. */
 	srandom((unsigned)getpid() ^ (unsigned)time(NULL));
 	server_init(&d.srv, &d.cfg, d.base);
+	/* Listening: detach only now, so that a start-up error shows. */
+	if (started_fd >= 0)
+		semd_detach(started_fd);
 
 	event_base_dispatch(d.base);
 

@@ -312,7 +312,8 @@ metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 {
 	static const char *const states[] = { "off", "loading", "down", "ok",
 	    "standby" };
-	static const char *const roles[] = { "single", "owner", "standby" };
+	static const char *const roles[] = { "single", "owner", "standby",
+	    "waiting_for_redis" };
 	struct persist_stats	 ps;
 	struct engine_stats	 es;
 	const char		*name;
@@ -365,7 +366,8 @@ metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 	    "1 for this daemon's role now, 0 for the others.");
 	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
 		metrics_sample(buf, "semd_role", "role", roles[i],
-		    strcmp(ps.role, roles[i]) == 0);
+		    strcmp(ps.waiting_redis ? "waiting_for_redis" : ps.role,
+		    roles[i]) == 0);
 	metrics_family(buf, "semd_epoch", "gauge",
 	    "The owner's epoch; 0 when none is known.");
 	metrics_sample(buf, "semd_epoch", NULL, NULL, ps.epoch);
@@ -397,6 +399,13 @@ metrics_healthy(struct server *srv, char *buf, size_t len)
 	persist_get_stats(srv->persist, &ps);
 	switch (persist_role(srv->persist)) {
 	case ROLE_STANDBY:
+		/* Not a standby: still claiming, Redis does not answer. */
+		if (ps.waiting_redis) {
+			snprintf(buf, len, "waiting for redis: %s",
+			    ps.last_error[0] != '\0' ? ps.last_error :
+			    "claiming the data set");
+			return (0);
+		}
 		snprintf(buf, len, "standby: owner %s, epoch %llu", ps.owner,
 		    (unsigned long long)ps.epoch);
 		return (0);

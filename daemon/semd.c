@@ -114,9 +114,15 @@ semd_install_crash_handlers(void)
 	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(semd_fatal) / sizeof(semd_fatal[0]); i++) {
+		/*
+		 * Keep a sanitizer's handler; but not an inherited SIG_IGN
+		 * (make check run in the background ignores SIGQUIT): the
+		 * signals semd documents act as documented whatever it
+		 * inherited.
+		 */
 		if (sigaction(semd_fatal[i].sig, NULL, &old) != 0 ||
 		    (old.sa_flags & SA_SIGINFO) ||
-		    old.sa_handler != SIG_DFL)
+		    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
 			continue;
 		sigaction(semd_fatal[i].sig, &sa, NULL);
 	}

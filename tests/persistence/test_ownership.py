@@ -14,8 +14,8 @@ a start. Every semd runs against a private redis-server."""
 import os
 import re
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 
 sys.dont_write_bytecode = True

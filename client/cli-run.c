@@ -16,11 +16,24 @@
  * semd-cli to stop CMD itself if the permit is lost then, and if semd closes the holding
  * connection semd-cli reconnects and ATTACHes the permit again (semd with
  * persistence keeps it through a restart, a standby that takes over keeps
- * it too). A permit revoked, expired, refused on ATTACH, or unreachable
- * for CLI_RUN_LOST_MS is lost: CMD gets SIGTERM, SIGKILL --kill-after
- * later (--on-loss ignore: it goes on), and run exits 76. Otherwise the
- * permit is released when CMD ends, and run exits with CMD's status, 128
- * + N if a signal N killed it.
+ * it too). A permit revoked, expired or refused on ATTACH is lost.
+ *
+ * A bound permit is also lost when its bound passes (libsemc's
+ * semc_bound_keep(): semd's reclaim-grace, learnt with ROLE, after the
+ * send time of the latest answered request, less a margin): semd-cli
+ * PINGs on the holding connection while CMD runs, so a semd that stops
+ * answering (stopped, stalled, cut off) without closing it, or stays out
+ * of reach after closing it, cannot leave CMD running past the moment a
+ * standby may grant the permit again. CMD then gets SIGTERM at once and
+ * SIGKILL after --kill-after or half the margin, whichever comes first,
+ * so that it is dead before t_s + reclaim-grace. A semd that does not
+ * tell its reclaim-grace (older, or without persistence) is given
+ * CLI_RUN_UNBOUNDED_MS out of reach.
+ *
+ * On a loss CMD gets SIGTERM, SIGKILL --kill-after later (--on-loss
+ * ignore: it goes on), and run exits 76. Otherwise the permit is released
+ * when CMD ends, and run exits with CMD's status, 128 + N if a signal N
+ * killed it.
  */
 #include <sys/wait.h>
 
@@ -38,7 +51,11 @@
 #include "proto.h"
 
 #define CLI_RUN_RETRY_MS	1000	/* between reconnects */
-#define CLI_RUN_LOST_MS		15000	/* semd unreachable this long: lost */
+/*
+ * Out of reach this long, a permit without a bound is lost: the default
+ * reclaim-grace (10 s) less its margin (2 s), as if semd had told it.
+ */
+#define CLI_RUN_UNBOUNDED_MS	8000
 #define CLI_RUN_KILL_AFTER_MS	10000	/* SIGTERM, then SIGKILL */
 
 /* How the watcher process ends (its exit status). */
@@ -71,6 +88,8 @@ struct cli_run {
 	int			 watch_unknown;	/* semd 1.0: no WATCH */
 	int			 broken;	/* holding connection closed */
 	int64_t			 broken_ms;	/* since when */
+	int64_t			 keep_ms;	/* semc_bound_keep due; -1 */
+	int64_t			 margin_ms;	/* the bound's margin; -1 */
 	int			 warned;
 	int			 lost;
 	int64_t			 kill_ms;	/* SIGKILL due; -1: none */
@@ -441,11 +460,15 @@ cli_run_start_watcher(struct cli_run *r, const sigset_t *blocked,
 
 /*
  * The permit is lost (why says how): say so, and stop CMD unless told
- * to ignore it: SIGTERM now, SIGKILL --kill-after later.
+ * to ignore it: SIGTERM now, SIGKILL --kill-after later, or sooner when
+ * the bound passed (half its margin: CMD must be dead before a standby
+ * may grant the permit again).
  */
 static void
-cli_run_lose(struct cli_run *r, const char *why)
+cli_run_lose_bound(struct cli_run *r, const char *why, int bound)
 {
+	int64_t	kill_after_ms = r->a->run.kill_after_ms;
+
 	if (r->lost)
 		return;
 	r->lost = 1;
@@ -457,14 +480,50 @@ cli_run_lose(struct cli_run *r, const char *why)
 		    r->a->argv[0]);
 		return;
 	}
+	if (bound && r->margin_ms >= 0 && kill_after_ms > r->margin_ms / 2)
+		kill_after_ms = r->margin_ms / 2;
 	fprintf(stderr, "semd-cli: stopping %s: SIGTERM, then SIGKILL after "
-	    "%lld ms\n", r->a->argv[0], (long long)r->a->run.kill_after_ms);
+	    "%lld ms\n", r->a->argv[0], (long long)kill_after_ms);
 	kill(r->pid, SIGTERM);
-	r->kill_ms = cli_now_ms() + r->a->run.kill_after_ms;
-	if (r->a->run.kill_after_ms == 0) {
+	r->kill_ms = cli_now_ms() + kill_after_ms;
+	if (kill_after_ms == 0) {
 		kill(r->pid, SIGKILL);
 		r->kill_ms = -1;
 	}
+}
+
+static void
+cli_run_lose(struct cli_run *r, const char *why)
+{
+	cli_run_lose_bound(r, why, 0);
+}
+
+/*
+ * Keep the bound of the held permit (semc_bound_keep: PINGs, and reads
+ * their answers or notices the connection closed): lost when it passed,
+ * broken when the connection closed.
+ */
+static void
+cli_run_keep(struct cli_run *r)
+{
+	char		why[512];
+	int64_t		next_ms, margin_ms;
+	enum semc_err	err;
+
+	if (semc_bound_left_ms(r->cli->c, &margin_ms) >= 0)
+		r->margin_ms = margin_ms;
+	err = semc_bound_keep(r->cli->c, &next_ms);
+	r->keep_ms = next_ms < 0 ? -1 : cli_now_ms() + next_ms;
+	if (err == SEMC_OK)
+		return;
+	r->keep_ms = -1;
+	if (err == SEMC_ERR_BOUND) {
+		snprintf(why, sizeof(why), "%s", semc_errmsg(r->cli->c));
+		cli_run_lose_bound(r, why, 1);
+		return;
+	}
+	r->broken = 1;
+	r->broken_ms = cli_now_ms();
 }
 
 /* The watcher ended with status: what semd said about the permit. */
@@ -501,22 +560,33 @@ cli_run_reattach(struct cli_run *r)
 	struct semc_permit	lost;
 	enum semc_err		err;
 	char			why[SEMC_NAME_MAX + 400];
+	int64_t			left;
 
 	if (!r->warned) {
 		fprintf(stderr, "semd-cli: warning: lost the connection to "
 		    "semd while holding %s; reconnecting\n", r->sem);
 		r->warned = 1;
 	}
+	if (semc_bound_left_ms(r->cli->c, NULL) >= 0)
+		(void)semc_bound_left_ms(r->cli->c, &r->margin_ms);
+	/* A reconnect within the bound returns by its end (libsemc). */
 	if ((err = semc_reconnect(r->cli->c)) != SEMC_OK) {
-		if (cli_now_ms() - r->broken_ms >= CLI_RUN_LOST_MS) {
+		left = semc_bound_left_ms(r->cli->c, NULL);
+		if (left == 0) {
+			snprintf(why, sizeof(why), "semd out of reach until "
+			    "the bound passed (%s)", semc_errmsg(r->cli->c));
+			cli_run_lose_bound(r, why, 1);
+		} else if (left < 0 && cli_now_ms() - r->broken_ms >=
+		    CLI_RUN_UNBOUNDED_MS) {
 			snprintf(why, sizeof(why), "semd out of reach for %d "
-			    "s (%s)", CLI_RUN_LOST_MS / 1000,
+			    "s (%s)", CLI_RUN_UNBOUNDED_MS / 1000,
 			    semc_errmsg(r->cli->c));
 			cli_run_lose(r, why);
 		}
 		return;
 	}
 	r->broken = r->warned = 0;
+	r->keep_ms = 0;
 	if (semc_next_lost(r->cli->c, &lost)) {
 		cli_run_lose(r, "semd did not give it back on ATTACH");
 		return;
@@ -529,10 +599,17 @@ cli_run_reattach(struct cli_run *r)
 static int
 cli_run_timeout(const struct cli_run *r)
 {
-	int64_t	now = cli_now_ms(), next = -1;
+	int64_t	now = cli_now_ms(), next = -1, left;
 
-	if (r->broken && !r->lost)
+	if (r->broken && !r->lost) {
 		next = now + CLI_RUN_RETRY_MS;
+		left = semc_bound_left_ms(r->cli->c, NULL);
+		if (left >= 0 && now + left < next)
+			next = now + left;
+	}
+	if (!r->lease && !r->lost && !r->broken && r->keep_ms >= 0 &&
+	    (next == -1 || r->keep_ms < next))
+		next = r->keep_ms;
 	if (!r->lease && !r->lost && !r->watch_unknown && r->watcher == -1 &&
 	    (next == -1 || r->watcher_next_ms < next))
 		next = r->watcher_next_ms;
@@ -581,12 +658,14 @@ cli_run_wait(struct cli_run *r, const sigset_t *blocked, const sigset_t *old)
 		if (r->watcher != -1 &&
 		    waitpid(r->watcher, &status, WNOHANG) == r->watcher)
 			cli_run_watcher_ended(r, status);
-		/* Readable while idle: semd closed it (or broke step). */
-		if (pfd[1].fd != -1 &&
-		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			r->broken = 1;
-			r->broken_ms = cli_now_ms();
-		}
+		/*
+		 * Readable: a PING's answer, or semd closed it (or broke
+		 * step); and the PINGs are due now and then.
+		 */
+		if (pfd[1].fd != -1 && ((pfd[1].revents & (POLLIN | POLLHUP |
+		    POLLERR)) || (r->keep_ms >= 0 &&
+		    cli_now_ms() >= r->keep_ms)))
+			cli_run_keep(r);
 		if (r->broken && !r->lost)
 			cli_run_reattach(r);
 		if (pfd[2].fd != -1 && (pfd[2].revents & POLLIN))
@@ -659,6 +738,8 @@ cli_run(struct cli *cli, const struct cli_args *a)
 	r.lease = a->lease_ms != SEMC_BOUND;
 	r.watcher = -1;
 	r.kill_ms = -1;
+	r.keep_ms = 0;		/* the first PING's time, at once */
+	r.margin_ms = -1;
 	cli_run_label(&r);
 	if ((rc = cli_run_take(&r)) != 0)
 		return (rc);

@@ -190,8 +190,10 @@ semc_take(struct semc *c, int is_try, const char *sem, uint32_t n,
 	if (lease_ms >= 0)
 		snprintf(lopt, sizeof(lopt), " LEASE %lld",
 		    (long long)lease_ms);
+	c->bound_acquire = lease_ms < 0;	/* ROLE goes with it */
 	err = semc_call(c, SEMC_REQ_ACQUIRE, is_try ? 0 : timeout_ms, &reply,
 	    "%s %s %u%s%s", is_try ? "TRY" : "ACQUIRE", sem, n, topt, lopt);
+	c->bound_acquire = 0;
 	if (err != SEMC_OK)
 		return (err);
 	if ((err = semc_first_u64(c, &reply, UINT64_MAX, &t)) != SEMC_OK) {

@@ -159,12 +159,18 @@ semc_conn_open(struct semc *c)
 
 	if (c->connect_timeout_ms >= 0)
 		deadline_ms = semc_now_ms() + c->connect_timeout_ms;
+	deadline_ms = semc_bound_clamp(c, deadline_ms);
 	c->buflen = c->linelen = 0;
 	if (c->unix_path != NULL)
 		return (semc_conn_open_unix(c, deadline_ms));
 	return (semc_conn_open_tcp(c, &c->addrs[c->cur], deadline_ms));
 }
 
+/*
+ * Close the connection. What was learnt on it goes with it: whether it
+ * holds the bound permits, whether ROLE was asked, a PING awaited. The
+ * bound's reference time stays: it still bounds the permits.
+ */
 void
 semc_conn_close(struct semc *c)
 {
@@ -172,6 +178,9 @@ semc_conn_close(struct semc *c)
 		close(c->fd);
 	c->fd = -1;
 	c->buflen = c->linelen = 0;
+	c->holding = 0;
+	c->role_asked = 0;
+	c->ping_ms = -1;
 }
 
 /*

@@ -30,7 +30,8 @@ semc_search_start(struct semc *c, struct semc_search *s)
 	memset(s, 0, sizeof(*s));
 	s->deadline_ms = -1;
 	if (c->failover_timeout_ms >= 0)
-		s->deadline_ms = semc_now_ms() + c->failover_timeout_ms;
+		s->deadline_ms = semc_bound_clamp(c, semc_now_ms() +
+		    c->failover_timeout_ms);
 	s->delay_ms = SEMC_BACKOFF_MIN_MS;
 	s->left = c->naddrs;
 }

@@ -11,7 +11,7 @@
 
 /*
  * The size of the first struct semc_opts that had a size (libsemc 0.1,
- * version-info 3): no caller's struct is smaller. Never changes.
+ * version-info 4): no caller's struct is smaller. Never changes.
  */
 #define SEMC_OPTS_SIZE_MIN \
 	(offsetof(struct semc_opts, name) + sizeof(const char *))
@@ -57,6 +57,23 @@ struct semc {
 	size_t		 nlost;
 	semc_lost_fn	*lost_fn;
 	void		*lost_arg;
+
+	/* The bound of the bound permits (semc-bound.c). */
+	int		 holding;	/* the open connection holds them all
+					   (0 while re-attaching) */
+	int		 role_asked;	/* ROLE was sent on this connection */
+	int		 bound_acquire;	/* a bound acquire is under way */
+	int64_t		 grace_ms;	/* semd's reclaim-grace; -1: no bound
+					   applies (no persistence, or not
+					   told) */
+	int64_t		 owner_lease_ms;	/* semd's owner-lease; -1 */
+	int64_t		 sent_ms;	/* when the request in flight was
+					   sent (the last one read) */
+	int64_t		 ref_ms;	/* t_s: the send time of the latest
+					   request answered on a connection
+					   holding the bound permits; -1 */
+	int64_t		 ping_ms;	/* a keep-alive PING sent then awaits
+					   its reply; -1: none */
 
 	char		 errmsg[SEMC_ERRMSG_MAX];
 };
@@ -117,6 +134,13 @@ enum semc_err	 semc_call_reply(struct semc *c, enum semc_req_kind kind,
 /* ATTACH on the connection as it is (while re-attaching). */
 enum semc_err	 semc_call_attach(struct semc *c, const char *sem,
 		    uint64_t token);
+/*
+ * The keep-alive PING of semc-bound.c, on the connection as it is (no
+ * reconnect): send it, or read its reply if one is awaited (SEMC_OK when
+ * none is). A failure closes the connection.
+ */
+enum semc_err	 semc_call_ping_send(struct semc *c);
+enum semc_err	 semc_call_ping_settle(struct semc *c);
 
 /*
  * semc-failover.c: finding the owner. A search lasts one call; it tries
@@ -147,5 +171,10 @@ void		 semc_bound_remove(struct semc *c, const char *sem,
 		    uint64_t token);
 enum semc_err	 semc_bound_reattach(struct semc *c);
 void		 semc_bound_clear(struct semc *c);
+void		 semc_bound_role(struct semc *c, enum semc_err err,
+		    const struct proto_reply *reply);
+int		 semc_bound_expired(const struct semc *c);
+int64_t		 semc_bound_clamp(const struct semc *c, int64_t deadline_ms);
+void		 semc_bound_lose_all(struct semc *c, enum semc_err why);
 
 #endif /* SEMC_INT_H */

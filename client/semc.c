@@ -104,6 +104,8 @@ semc_new(const struct semc_opts *given)
 	}
 	c->fd = -1;
 	c->owner_hint = -1;
+	c->grace_ms = c->owner_lease_ms = -1;
+	c->ref_ms = c->ping_ms = c->sent_ms = -1;
 	c->unix_path = semc_strdup_or_null(opts->unix_path, &failed);
 	c->password = semc_strdup_or_null(opts->password, &failed);
 	c->name = semc_strdup_or_null(opts->name, &failed);
@@ -161,8 +163,9 @@ static int64_t
 semc_deadline(const struct semc *c, int64_t wait_ms)
 {
 	if (c->io_timeout_ms < 0 || wait_ms < 0)
-		return (-1);
-	return (semc_now_ms() + c->io_timeout_ms + wait_ms);
+		return (semc_bound_clamp(c, -1));
+	return (semc_bound_clamp(c, semc_now_ms() + c->io_timeout_ms +
+	    wait_ms));
 }
 
 /* Send one whole line on the connection as it is; closes it on failure. */
@@ -171,6 +174,7 @@ semc_send(struct semc *c, const char *req, size_t len)
 {
 	int	errnum;
 
+	c->sent_ms = semc_now_ms();
 	if (semc_conn_send(c, req, len, semc_deadline(c, 0), &errnum) != 0) {
 		semc_conn_close(c);
 		return (semc_seterr(c, SEMC_ERR_NOTSENT, "%s",
@@ -188,9 +192,10 @@ static enum semc_err
 semc_reply(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
     struct proto_reply *reply)
 {
-	enum semc_err	 err;
-	const char	*line;
-	size_t		 linelen;
+	enum proto_reply_kind	 rk;
+	enum semc_err		 err;
+	const char		*line;
+	size_t			 linelen;
 
 	err = semc_conn_readline(c, semc_deadline(c, wait_ms), &line,
 	    &linelen);
@@ -201,7 +206,11 @@ semc_reply(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 			    "the reply"));
 		return (err);
 	}
-	switch (proto_parse_reply(line, linelen, reply)) {
+	rk = proto_parse_reply(line, linelen, reply);
+	/* Answered: semd was still serving after sent_ms (semc-bound.c). */
+	if (rk != PROTO_REPLY_BAD && c->holding)
+		c->ref_ms = c->sent_ms;
+	switch (rk) {
 	case PROTO_REPLY_OK:
 		return (semc_seterr(c, SEMC_OK, NULL));
 	case PROTO_REPLY_TIMEOUT:
@@ -237,6 +246,35 @@ semc_roundtrip(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 
 	if ((err = semc_send(c, req, len)) != SEMC_OK)
 		return (err);
+	return (semc_reply(c, kind, wait_ms, reply));
+}
+
+/*
+ * semc_roundtrip(), with ROLE sent first in the same write when this
+ * connection has not been asked yet and bound permits are held or being
+ * acquired: the bound needs semd's reclaim-grace (semc-bound.c), and
+ * pipelining costs no round trip. ROLE's reply is read first; if it is
+ * lost the request's reply is lost too.
+ */
+static enum semc_err
+semc_roundtrip_role(struct semc *c, enum semc_req_kind kind,
+    int64_t wait_ms, const char *req, size_t len, struct proto_reply *reply)
+{
+	char		both[SEMC_REQ_MAX + 8];
+	enum semc_err	err;
+
+	if (c->role_asked || (c->nbound == 0 && !c->bound_acquire) ||
+	    len > sizeof(both) - 5)
+		return (semc_roundtrip(c, kind, wait_ms, req, len, reply));
+	memcpy(both, "ROLE\n", 5);
+	memcpy(both + 5, req, len);
+	if ((err = semc_send(c, both, len + 5)) != SEMC_OK)
+		return (err);
+	c->role_asked = 1;
+	err = semc_reply(c, kind, 0, reply);
+	if (c->fd == -1)
+		return (err);
+	semc_bound_role(c, err, reply);
 	return (semc_reply(c, kind, wait_ms, reply));
 }
 
@@ -313,11 +351,15 @@ semc_open(struct semc *c)
 	}
 	if (c->name != NULL && (err = semc_open_name(c)) != SEMC_OK)
 		return (err);
-	if (c->ever_connected && c->nbound > 0 &&
-	    (err = semc_bound_reattach(c)) != SEMC_OK) {
-		semc_conn_close(c);
-		return (err);
+	if (c->ever_connected && c->nbound > 0) {
+		if ((err = semc_bound_reattach(c)) != SEMC_OK) {
+			semc_conn_close(c);
+			return (err);
+		}
+		/* Each is bound here since its ATTACH; the last was sent last. */
+		c->ref_ms = c->sent_ms;
 	}
+	c->holding = 1;
 	c->ever_connected = 1;
 	return (semc_seterr(c, SEMC_OK, NULL));
 }
@@ -345,6 +387,7 @@ semc_connect(struct semc *c)
 {
 	struct semc_search	s;
 
+	(void)semc_call_ping_settle(c);
 	if (!semc_conn_broken(c))
 		return (semc_seterr(c, SEMC_OK, NULL));
 	semc_search_start(c, &s);
@@ -402,13 +445,14 @@ semc_call(struct semc *c, enum semc_req_kind kind, int64_t wait_ms,
 		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
 
 	semc_search_start(c, &s);
+	(void)semc_call_ping_settle(c);		/* a failure closes it */
 	if (semc_conn_broken(c)) {
 		if ((err = semc_open_owner(c, &s)) != SEMC_OK)
 			return (err);
 		reopened = 1;
 	}
 	for (;;) {
-		err = semc_roundtrip(c, kind, wait_ms, req, (size_t)len,
+		err = semc_roundtrip_role(c, kind, wait_ms, req, (size_t)len,
 		    reply);
 		if (err == SEMC_ERR_STANDBY || (err == SEMC_ERR_NOTSENT &&
 		    semc_search_many(c))) {
@@ -438,6 +482,7 @@ semc_call_send(struct semc *c, const char *fmt, ...)
 	va_end(ap);
 	if (len < 0)
 		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
+	(void)semc_call_ping_settle(c);
 	if (semc_conn_broken(c)) {
 		semc_search_start(c, &s);
 		if ((err = semc_open_owner(c, &s)) != SEMC_OK)
@@ -465,6 +510,29 @@ semc_call_attach(struct semc *c, const char *sem, uint64_t token)
 	    (unsigned long long)token);
 	if (len < 0 || (size_t)len >= sizeof(req))
 		return (semc_seterr(c, SEMC_ERR_INVAL, "request too long"));
-	return (semc_roundtrip(c, SEMC_REQ_PLAIN, 0, req, (size_t)len,
+	return (semc_roundtrip_role(c, SEMC_REQ_PLAIN, 0, req, (size_t)len,
 	    &reply));
+}
+
+enum semc_err
+semc_call_ping_send(struct semc *c)
+{
+	enum semc_err	err;
+
+	if (c->fd == -1)
+		return (semc_seterr(c, SEMC_ERR_NOTSENT, "not connected"));
+	if ((err = semc_send(c, "PING\n", 5)) == SEMC_OK)
+		c->ping_ms = c->sent_ms;
+	return (err);
+}
+
+enum semc_err
+semc_call_ping_settle(struct semc *c)
+{
+	struct proto_reply	reply;
+
+	if (c->ping_ms < 0 || c->fd == -1)
+		return (SEMC_OK);
+	c->ping_ms = -1;
+	return (semc_reply(c, SEMC_REQ_PLAIN, 0, &reply));
 }

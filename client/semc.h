@@ -45,7 +45,8 @@
  * ATTACHes its bound permits exactly as after a restart: a standby that
  * took over keeps them unowned for its reclaim-grace (10 s by default),
  * so a holder that waits for its next call to notice the failover should
- * poll semc_fd() and call semc_reconnect(). The lost-reply rules above
+ * poll semc_fd() and call semc_reconnect(), and keep the bound of its
+ * bound permits (semc_bound_keep(), below). The lost-reply rules above
  * hold as ever: a request whose reply was lost is never sent again, only
  * one a standby refused or one that could not be sent. A handle with a
  * single address searches too once it has met a standby; until then it
@@ -117,7 +118,9 @@ extern "C" {
 			"permit may have been granted and lost")	\
 	X(ERR_BADREPLY,	"the server's reply could not be understood")	\
 	X(ERR_INVAL,	"invalid argument; nothing was sent")		\
-	X(ERR_NOMEM,	"out of memory")
+	X(ERR_NOMEM,	"out of memory")				\
+	X(ERR_BOUND,	"bound permits lost: semd answered nothing "	\
+			"within their bound")
 
 enum semc_err {
 #define SEMC_X(name, msg) SEMC_##name,
@@ -281,6 +284,40 @@ void		 semc_set_lost_cb(struct semc *c, semc_lost_fn *fn, void *arg);
 int		 semc_next_lost(struct semc *c, struct semc_permit *out);
 /* How many permits bound to this handle's connection it holds. */
 size_t		 semc_bound_count(const struct semc *c);
+/*
+ * The bound of bound permits (semd 1.1 with persistence; since
+ * libsemc.so.1.2). A semd that stops answering without closing the
+ * connection (stopped, stalled, cut off) cannot release our permits, but
+ * a standby that takes over releases those nobody ATTACHed after its
+ * reclaim-grace. The library learns semd's reclaim-grace with ROLE (sent
+ * in the same write as the first bound acquire, or ATTACH, on each
+ * connection) and keeps t_s, the send time of the latest request
+ * answered on the connection that holds the permits. They may be trusted
+ * until t_s + reclaim-grace - margin, the margin being reclaim-grace/5
+ * (at least 500 ms, or half the grace if less) for clock rates and the
+ * time to stop the work they guard.
+ *
+ * semc_bound_left_ms: ms left of that bound (0 once it passed), or -1
+ * when no bound applies: none held, semd without persistence (only a
+ * closed connection loses them), or a semd that does not tell its
+ * reclaim-grace. *margin_ms (may be NULL) gets the margin, or -1.
+ *
+ * semc_bound_keep: call it while holding bound permits, whenever
+ * semc_fd() becomes readable and at the latest after *next_ms ms (-1:
+ * nothing to wait for). It sends a PING every quarter of the bound and
+ * reads its answer. SEMC_OK: kept. SEMC_ERR_BOUND: the bound passed; the
+ * permits were reported lost (lost callback and semc_next_lost(), why
+ * SEMC_ERR_BOUND) and
+ * forgotten, and the connection closed: stop using what they guard now.
+ * SEMC_ERR_NOREPLY: the connection closed or failed; the permits are
+ * kept for semc_reconnect(), which ATTACHes them again unless the bound
+ * passed meanwhile (then it reports them lost instead). Any other call
+ * on the handle counts as well: an answered request moves t_s to its
+ * send time. A handle blocked in a long ACQUIRE cannot ping: hold bound
+ * permits and wait for others on distinct handles.
+ */
+int64_t		 semc_bound_left_ms(const struct semc *c, int64_t *margin_ms);
+enum semc_err	 semc_bound_keep(struct semc *c, int64_t *next_ms);
 
 enum semc_err	 semc_ping(struct semc *c);
 /* AUTH now; on success the password is kept for later reconnects. */
@@ -339,7 +376,7 @@ enum semc_err	 semc_info_all(struct semc *c, const char *sem,
 /*
  * ROLE: role (owner, standby or single), epoch, owner and any later key,
  * as strings, one block, free(*out). A standby answers it too.
- * (Since libsemc.so.3.)
+ * (Since libsemc.so.4.)
  */
 enum semc_err	 semc_role(struct semc *c, struct semc_stat **out,
 		    size_t *count);

@@ -82,7 +82,7 @@ static void
 cmd_clients_line(struct conn *c, void *arg)
 {
 	struct conn	*to = arg;
-	uint64_t	 now = timers_now_ms();
+	uint64_t	 now = clock_now(&c->srv->clock);
 	int		 waiting;
 	char		 verb[16];
 

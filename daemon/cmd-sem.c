@@ -13,6 +13,7 @@
 #include "histo.h"
 #include "log.h"
 #include "server.h"
+#include "stats.h"
 
 enum cmd_result
 cmd_create(struct cmd_ctx *ctx)
@@ -71,15 +72,20 @@ cmd_delete(struct cmd_ctx *ctx)
 enum cmd_result
 cmd_info(struct cmd_ctx *ctx)
 {
-	const struct sem_stats	*st = &ctx->sem->stats;
+	struct sem_view	 view, *r = &view;
+	char		 line[1024];
+	size_t		 len;
 
-	conn_reply(ctx->conn, "OK " SEM_INFO_FMT " wait_p50_ms=%llu "
-	    "wait_p99_ms=%llu grants_total=%llu timeouts_total=%llu",
-	    SEM_INFO_ARGS(ctx->sem),
-	    (unsigned long long)histo_quantile_ms(&st->wait, 0.50),
-	    (unsigned long long)histo_quantile_ms(&st->wait, 0.99),
-	    (unsigned long long)st->grants_total,
-	    (unsigned long long)st->timeouts_total);
+	sem_view_get(r, ctx->sem);
+	len = (size_t)snprintf(line, sizeof(line), "OK name=%s", r->name);
+	/* Every row of stats.h's per-semaphore table, in its order. */
+#define INFO_WORD(key, metric, type, help, value)			\
+	if (len < sizeof(line))						\
+		len += (size_t)snprintf(line + len, sizeof(line) - len,	\
+		    " " #key "=%llu", (unsigned long long)(value));
+	SEM_STATS_FIELDS(INFO_WORD)
+#undef INFO_WORD
+	conn_reply(ctx->conn, "%s", line);
 	return (CMD_DONE);
 }
 

@@ -13,6 +13,7 @@
 #include "persist.h"
 #include "proc.h"
 #include "server.h"
+#include "stats.h"
 #include "timers.h"
 
 enum cmd_result
@@ -68,15 +69,24 @@ cmd_quit(struct cmd_ctx *ctx)
 	return (CMD_DONE);
 }
 
-/* ROLE: "OK role=owner|standby|single epoch=<n> owner=<addr or ->". */
+/*
+ * ROLE: "OK role=owner|standby|single epoch=<n> owner=<addr or ->
+ * owner_lease_ms=<n> reclaim_grace_ms=<n>". The two durations are what a
+ * client needs to bound how long it may trust a bound permit when this
+ * daemon stops answering (README, "Ownership and standby"); they are
+ * shown with persistence off too, where no standby exists to act on them.
+ */
 enum cmd_result
 cmd_role(struct cmd_ctx *ctx)
 {
-	struct persist_stats	ps;
+	const struct config	*cfg = ctx->conn->srv->cfg;
+	struct persist_stats	 ps;
 
 	persist_get_stats(ctx->conn->srv->persist, &ps);
-	conn_reply(ctx->conn, "OK role=%s epoch=%llu owner=%s", ps.role,
-	    (unsigned long long)ps.epoch, ps.owner);
+	conn_reply(ctx->conn, "OK role=%s epoch=%llu owner=%s "
+	    "owner_lease_ms=%lld reclaim_grace_ms=%lld", ps.role,
+	    (unsigned long long)ps.epoch, ps.owner,
+	    (long long)cfg->owner_lease_ms, (long long)cfg->reclaim_grace_ms);
 	return (CMD_DONE);
 }
 
@@ -104,93 +114,78 @@ cmd_stats_key(char *buf, size_t len, const char *prefix, const char *name)
 		buf[i] = (char)tolower((unsigned char)buf[i]);
 }
 
-/*
- * STATS: "OK k", then version, persistence and the counters below, then
- * used_memory_rss, commands_<verb> for every verb and errors_<code> for
- * every error code (names in lower case).
- */
-enum cmd_result
-cmd_stats(struct cmd_ctx *ctx)
+/* One STATS line per row of stats.h's table. */
+static void
+cmd_stats_numbers(struct conn *c, const struct stats_view *v)
 {
-	struct conn		*c = ctx->conn;
-	struct server		*srv = c->srv;
-	struct engine_stats	 es;
-	struct persist_stats	 ps;
-	uint64_t		 uptime_ms = timers_now_ms() - srv->start_ms;
-	size_t			 i;
-	char			 error[512], key[64];
-	const char		*name;
-	size_t			 nerrs = 0;
+#define STATS_LINE(key, metric, type, help, value)			\
+	conn_reply(c, #key "=%llu", (unsigned long long)(value));
+	STATS_FIELDS(STATS_LINE)
+#undef STATS_LINE
+}
 
-	engine_get_stats(srv->engine, &es);
-	persist_get_stats(srv->persist, &ps);
-	cmd_stats_word(error, sizeof(error), ps.last_error);
-	const struct {
-		const char	*key;
-		uint64_t	 value;
-	} counters[] = {
-		{ "pid",		(uint64_t)getpid() },
-		{ "uptime",		uptime_ms / 1000 },
-		{ "uptime_ms",		uptime_ms },
-		{ "connections",	srv->nconns },
-		{ "connections_total",	srv->stats.connections_total },
-		{ "rejected_connections", srv->stats.rejected_total },
-		{ "commands",		srv->stats.commands_total },
-		{ "errors",		srv->stats.errors_total },
-		{ "semaphores",		es.sems },
-		{ "grants",		es.grants },
-		{ "waiters",		es.waiters },
-		{ "grants_total",	es.grants_total },
-		{ "releases",		es.releases_total },
-		{ "timeouts",		es.timeouts_total },
-		{ "expired",		es.expired_total },
-		{ "revoked",		es.revoked_total },
-		{ "epoch",		ps.epoch },
-		{ "persistence_backlog", ps.backlog },
-		{ "persistence_resync",	(uint64_t)ps.resync },
-		{ "persistence_batches", ps.batches },
-		{ "persistence_failures", ps.failures },
-	};
-	const size_t ncounters = sizeof(counters) / sizeof(counters[0]);
+/* commands_<verb> for every verb, errors_<code> for every error code. */
+static void
+cmd_stats_calls(struct conn *c, const struct server_stats *st)
+{
+	char		 key[64];
+	const char	*name;
+	size_t		 i;
 
-	const struct {
-		const char	*key;
-		const char	*value;
-	} texts[] = {
-		{ "version",			PACKAGE_VERSION },
-		{ "protocol",			PROTO_VERSION_STR },
-		{ "role",			ps.role },
-		{ "ownership",			ps.ownership },
-		{ "owner",			ps.owner },
-		{ "persistence",		ps.state },
-		{ "persistence_mode",		ps.mode },
-		{ "persistence_last_error",	error },
-		{ "redis_durability",		ps.durability },
-	};
-	const size_t ntexts = sizeof(texts) / sizeof(texts[0]);
-
-	for (i = 1; i < PERR__COUNT; i++)
-		nerrs += proto_err_name((enum proto_err)i) != NULL;
-	conn_reply(c, "OK %zu", ntexts + ncounters + 1 + VERB__COUNT + nerrs);
-	for (i = 0; i < ntexts; i++)
-		conn_reply(c, "%s=%s", texts[i].key, texts[i].value);
-	for (i = 0; i < ncounters; i++)
-		conn_reply(c, "%s=%llu", counters[i].key,
-		    (unsigned long long)counters[i].value);
-	conn_reply(c, "used_memory_rss=%llu",
-	    (unsigned long long)proc_rss_bytes());
 	for (i = 0; i < VERB__COUNT; i++) {
 		cmd_stats_key(key, sizeof(key), "commands_",
 		    proto_verb_name((enum proto_verb)i));
-		conn_reply(c, "%s=%llu", key,
-		    (unsigned long long)srv->stats.calls[i]);
+		conn_reply(c, "%s=%llu", key, (unsigned long long)st->calls[i]);
 	}
 	for (i = 1; i < PERR__COUNT; i++) {
 		if ((name = proto_err_name((enum proto_err)i)) == NULL)
 			continue;
 		cmd_stats_key(key, sizeof(key), "errors_", name);
 		conn_reply(c, "%s=%llu", key,
-		    (unsigned long long)srv->stats.errors[i]);
+		    (unsigned long long)st->errors[i]);
 	}
+}
+
+/*
+ * STATS: "OK k", then the words (version, role, persistence, ...), then
+ * every row of stats.h's table, then commands_<verb> and errors_<code>
+ * (names in lower case).
+ */
+enum cmd_result
+cmd_stats(struct cmd_ctx *ctx)
+{
+	struct conn		*c = ctx->conn;
+	struct stats_view	 v;
+	char			 error[512];
+	size_t			 i, nerrs = 0, nnumbers = 0;
+
+	stats_view_get(&v, c->srv);
+	cmd_stats_word(error, sizeof(error), v.ps.last_error);
+	const struct {
+		const char	*key;
+		const char	*value;
+	} texts[] = {
+		{ "version",			PACKAGE_VERSION },
+		{ "protocol",			PROTO_VERSION_STR },
+		{ "role",			v.ps.role },
+		{ "ownership",			v.ps.ownership },
+		{ "owner",			v.ps.owner },
+		{ "persistence",		v.ps.state },
+		{ "persistence_mode",		v.ps.mode },
+		{ "persistence_last_error",	error },
+		{ "redis_durability",		v.ps.durability },
+	};
+	const size_t ntexts = sizeof(texts) / sizeof(texts[0]);
+
+#define STATS_COUNT(key, metric, type, help, value)	nnumbers++;
+	STATS_FIELDS(STATS_COUNT)
+#undef STATS_COUNT
+	for (i = 1; i < PERR__COUNT; i++)
+		nerrs += proto_err_name((enum proto_err)i) != NULL;
+	conn_reply(c, "OK %zu", ntexts + nnumbers + VERB__COUNT + nerrs);
+	for (i = 0; i < ntexts; i++)
+		conn_reply(c, "%s=%s", texts[i].key, texts[i].value);
+	cmd_stats_numbers(c, &v);
+	cmd_stats_calls(c, &c->srv->stats);
 	return (CMD_DONE);
 }

@@ -77,6 +77,8 @@ static const struct config_directive directives[] = {
 	    0 },
 	{ "max-output",		CONF_SIZE, 4096, INT64_C(1) << 32, "8mb",
 	    OFF(max_output), 1 },
+	{ "max-output-total",	CONF_SIZE, 65536, INT64_C(1) << 40, "256mb",
+	    OFF(max_output_total), 1 },
 	{ "max-semaphores",	CONF_INT, 1, UINT32_MAX, "100000",
 	    OFF(max_semaphores), 1 },
 	{ "tcp-keepalive",	CONF_DURATION, 0, 7200000, "60s",
@@ -135,8 +137,8 @@ static const char usage_text[] =
 "              semd --port 0 --semaphore jobs 3\n"
 "\n"
 "directives: bind port unixsocket unixsocketperm requirepass protected-mode\n"
-"            maxclients max-line max-output max-semaphores tcp-keepalive\n"
-"            timeout line-timeout auth-timeout\n"
+"            maxclients max-line max-output max-output-total max-semaphores\n"
+"            tcp-keepalive timeout line-timeout auth-timeout\n"
 "            loglevel logfile syslog syslog-ident syslog-facility\n"
 "            pidfile daemonize semaphore persistence redis\n"
 "            redis-password redis-db redis-prefix redis-timeout\n"
@@ -265,16 +267,116 @@ config_set_sem(struct config *cfg, const char *name, const char *cap,
 	return (0);
 }
 
-/* Apply one directive with its value words; -1 and a message in err. */
+/* bind ADDRESS...: replaces the addresses given before. */
+static int
+config_set_bind(struct config *cfg, char **argv, size_t argc, char *err,
+    size_t errlen)
+{
+	size_t	i;
+
+	if (argc < 1 || argc > CONFIG_MAX_BIND) {
+		snprintf(err, errlen, "bind takes 1 to %d addresses",
+		    CONFIG_MAX_BIND);
+		return (-1);
+	}
+	/* Only the command line can give one ("--bind ''"). */
+	for (i = 0; i < argc; i++) {
+		if (argv[i][0] == '\0') {
+			snprintf(err, errlen, "bind: empty address");
+			return (-1);
+		}
+	}
+	for (i = 0; i < cfg->nbind; i++)
+		free(cfg->bind[i]);
+	for (i = 0; i < argc; i++)
+		cfg->bind[i] = xstrdup(argv[i]);
+	cfg->nbind = argc;
+	return (0);
+}
+
+/* A yes/no, persistence mode or log level into *v; -1 and err if not. */
+static int
+config_parse_keyword(const struct config_directive *d, const char *word,
+    int64_t *v, char *err, size_t errlen)
+{
+	switch (d->type) {
+	case CONF_BOOL:
+		if (strcasecmp(word, "yes") == 0)
+			*v = 1;
+		else if (strcasecmp(word, "no") == 0)
+			*v = 0;
+		else {
+			snprintf(err, errlen, "%s must be yes or no, not "
+			    "'%.32s'", d->name, word);
+			return (-1);
+		}
+		return (0);
+	case CONF_PERSISTENCE:
+		for (*v = 0; *v < 3; (*v)++) {
+			if (strcasecmp(word, persist_mode_names[*v]) == 0)
+				return (0);
+		}
+		snprintf(err, errlen, "persistence must be none, sync or "
+		    "async, not '%.32s'", word);
+		return (-1);
+	default:	/* CONF_LOGLEVEL */
+		if ((*v = log_level_parse(word)) < 0) {
+			snprintf(err, errlen, "loglevel must be debug, info, "
+			    "notice, warn or error, not '%.32s'", word);
+			return (-1);
+		}
+		return (0);
+	}
+}
+
+/*
+ * A number of d's (parsed from word with result rc into v) within d's
+ * range: 0, or -1 and a message that says what is expected.
+ */
 static void	config_format_ms(char *, size_t, int64_t);
 
+static int
+config_check_range(const struct config_directive *d, const char *word,
+    int rc, int64_t v, char *err, size_t errlen)
+{
+	char	lo[32], hi[32];
+
+	if (d->type == CONF_DURATION && (rc != 0 || v < d->min ||
+	    v > d->max)) {
+		config_format_ms(lo, sizeof(lo), d->min);
+		config_format_ms(hi, sizeof(hi), d->max);
+		snprintf(err, errlen, "%s: invalid value '%.32s' (expected a "
+		    "duration %s..%s: a bare number is seconds, or add a unit "
+		    "ms/s/m/h, decimals allowed: 300, 1.5s, 250ms)", d->name,
+		    word, lo, hi);
+		return (-1);
+	}
+	if (d->type == CONF_OCTAL && (rc != 0 || v < d->min || v > d->max)) {
+		snprintf(err, errlen, "%s: invalid value '%.32s' (expected an "
+		    "octal mode %04llo..%04llo)", d->name, word,
+		    (unsigned long long)d->min, (unsigned long long)d->max);
+		return (-1);
+	}
+	if ((d->type == CONF_INT || d->type == CONF_SIZE) && (rc != 0 ||
+	    v < d->min || v > d->max)) {
+		snprintf(err, errlen, "%s: invalid value '%.32s' "
+		    "(expected %s%lld..%lld%s)", d->name, word,
+		    d->type == CONF_INT ? "" : "a ",
+		    (long long)d->min, (long long)d->max,
+		    d->type == CONF_SIZE ? " bytes, k/kb/m/mb/g/gb "
+		    "suffix allowed" : "");
+		return (-1);
+	}
+	return (0);
+}
+
+/* Apply one directive with its value words; -1 and a message in err. */
 static int
 config_apply(struct config *cfg, const struct config_directive *d,
     char **argv, size_t argc, char *err, size_t errlen)
 {
-	char		**sp, lo[32], hi[32];
+	char		**sp;
 	int64_t		 v, *ip = (int64_t *)((char *)cfg + d->offset);
-	size_t		 i;
 	int		 rc = 0;
 
 	if (d->type == CONF_SEMAPHORE) {
@@ -284,26 +386,8 @@ config_apply(struct config *cfg, const struct config_directive *d,
 		}
 		return (config_set_sem(cfg, argv[0], argv[1], err, errlen));
 	}
-	if (d->type == CONF_BIND) {
-		if (argc < 1 || argc > CONFIG_MAX_BIND) {
-			snprintf(err, errlen, "bind takes 1 to %d addresses",
-			    CONFIG_MAX_BIND);
-			return (-1);
-		}
-		/* Only the command line can give one ("--bind ''"). */
-		for (i = 0; i < argc; i++) {
-			if (argv[i][0] == '\0') {
-				snprintf(err, errlen, "bind: empty address");
-				return (-1);
-			}
-		}
-		for (i = 0; i < cfg->nbind; i++)
-			free(cfg->bind[i]);
-		for (i = 0; i < argc; i++)
-			cfg->bind[i] = xstrdup(argv[i]);
-		cfg->nbind = argc;
-		return (0);
-	}
+	if (d->type == CONF_BIND)
+		return (config_set_bind(cfg, argv, argc, err, errlen));
 	if (argc != 1) {
 		snprintf(err, errlen, "%s takes exactly one value", d->name);
 		return (-1);
@@ -315,26 +399,10 @@ config_apply(struct config *cfg, const struct config_directive *d,
 		*sp = argv[0][0] == '\0' ? NULL : xstrdup(argv[0]);
 		return (0);
 	case CONF_BOOL:
-		if (strcasecmp(argv[0], "yes") == 0)
-			v = 1;
-		else if (strcasecmp(argv[0], "no") == 0)
-			v = 0;
-		else {
-			snprintf(err, errlen, "%s must be yes or no, not "
-			    "'%.32s'", d->name, argv[0]);
-			return (-1);
-		}
-		break;
 	case CONF_PERSISTENCE:
-		for (v = 0; v < 3; v++) {
-			if (strcasecmp(argv[0], persist_mode_names[v]) == 0)
-				break;
-		}
-		if (v == 3) {
-			snprintf(err, errlen, "persistence must be none, sync "
-			    "or async, not '%.32s'", argv[0]);
+	case CONF_LOGLEVEL:
+		if (config_parse_keyword(d, argv[0], &v, err, errlen) != 0)
 			return (-1);
-		}
 		break;
 	case CONF_FACILITY:
 		if (log_facility_parse(argv[0]) < 0) {
@@ -346,13 +414,6 @@ config_apply(struct config *cfg, const struct config_directive *d,
 		free(*sp);
 		*sp = xstrdup(argv[0]);
 		return (0);
-	case CONF_LOGLEVEL:
-		if ((v = log_level_parse(argv[0])) < 0) {
-			snprintf(err, errlen, "loglevel must be debug, info, "
-			    "notice, warn or error, not '%.32s'", argv[0]);
-			return (-1);
-		}
-		break;
 	case CONF_INT:
 		rc = proto_parse_u64(argv[0], strlen(argv[0]), INT64_MAX,
 		    (uint64_t *)&v);
@@ -372,33 +433,8 @@ config_apply(struct config *cfg, const struct config_directive *d,
 	default:
 		abort();
 	}
-	if (d->type == CONF_OCTAL && (rc != 0 || v < d->min || v > d->max)) {
-		snprintf(err, errlen, "%s: invalid value '%.32s' (expected an "
-		    "octal mode %04llo..%04llo)", d->name, argv[0],
-		    (unsigned long long)d->min, (unsigned long long)d->max);
+	if (config_check_range(d, argv[0], rc, v, err, errlen) != 0)
 		return (-1);
-	}
-	if (d->type == CONF_DURATION && (rc != 0 || v < d->min ||
-	    v > d->max)) {
-		config_format_ms(lo, sizeof(lo), d->min);
-		config_format_ms(hi, sizeof(hi), d->max);
-		snprintf(err, errlen, "%s: invalid value '%.32s' (expected a "
-		    "duration %s..%s: a bare number is seconds, or add a unit "
-		    "ms/s/m/h, decimals allowed: 300, 1.5s, 250ms)", d->name,
-		    argv[0], lo, hi);
-		return (-1);
-	}
-	if (d->type == CONF_INT || d->type == CONF_SIZE) {
-		if (rc != 0 || v < d->min || v > d->max) {
-			snprintf(err, errlen, "%s: invalid value '%.32s' "
-			    "(expected %s%lld..%lld%s)", d->name, argv[0],
-			    d->type == CONF_INT ? "" : "a ",
-			    (long long)d->min, (long long)d->max,
-			    d->type == CONF_SIZE ? " bytes, k/kb/m/mb/g/gb "
-			    "suffix allowed" : "");
-			return (-1);
-		}
-	}
 	*ip = v;
 	return (0);
 }
@@ -544,6 +580,51 @@ config_absolute(char **path, char *err, size_t errlen)
 	return (0);
 }
 
+/*
+ * redis HOST:PORT, [V6]:PORT or unix:PATH into redis_host and redis_port,
+ * or redis_path: parsed here once, for the store to connect with.
+ */
+static int
+config_redis_addr(struct config *cfg, char *err, size_t errlen)
+{
+	const char	*colon, *host;
+	size_t		 hlen;
+	uint64_t	 port;
+
+	free(cfg->redis_host);
+	free(cfg->redis_path);
+	cfg->redis_host = cfg->redis_path = NULL;
+	cfg->redis_port = 0;
+	if (cfg->redis == NULL)
+		return (0);
+	if (strncmp(cfg->redis, "unix:", 5) == 0) {
+		if (cfg->redis[5] == '\0') {
+			snprintf(err, errlen, "redis unix: needs a path");
+			return (-1);
+		}
+		cfg->redis_path = xstrdup(cfg->redis + 5);
+		return (0);
+	}
+	colon = strrchr(cfg->redis, ':');
+	if (colon == NULL || colon == cfg->redis ||
+	    proto_parse_u64(colon + 1, strlen(colon + 1), 65535,
+	    &port) != 0 || port == 0) {
+		snprintf(err, errlen, "redis must be HOST:PORT or "
+		    "unix:PATH, not '%.64s'", cfg->redis);
+		return (-1);
+	}
+	host = cfg->redis;
+	hlen = (size_t)(colon - host);
+	if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+		host++;
+		hlen -= 2;
+	}
+	cfg->redis_host = xcalloc(1, hlen + 1);
+	memcpy(cfg->redis_host, host, hlen);
+	cfg->redis_port = (int64_t)port;
+	return (0);
+}
+
 /* Checks that span directives, once everything is read. */
 static int
 config_finish(struct config *cfg, char *err, size_t errlen)
@@ -583,21 +664,8 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 		    persist_mode_names[cfg->persistence]);
 		return (-1);
 	}
-	if (cfg->redis != NULL && strncmp(cfg->redis, "unix:", 5) == 0) {
-		if (cfg->redis[5] == '\0') {
-			snprintf(err, errlen, "redis unix: needs a path");
-			return (-1);
-		}
-	} else if (cfg->redis != NULL) {
-		colon = strrchr(cfg->redis, ':');
-		if (colon == NULL || colon == cfg->redis ||
-		    proto_parse_u64(colon + 1, strlen(colon + 1), 65535,
-		    &port) != 0 || port == 0) {
-			snprintf(err, errlen, "redis must be HOST:PORT or "
-			    "unix:PATH, not '%.64s'", cfg->redis);
-			return (-1);
-		}
-	}
+	if (config_redis_addr(cfg, err, errlen) != 0)
+		return (-1);
 	if (cfg->redis_prefix == NULL)
 		cfg->redis_prefix = xstrdup("");
 	/* A standby is safe only if no grant is answered before it is owned. */
@@ -922,6 +990,8 @@ config_free(struct config *cfg)
 	free(cfg->syslog_facility);
 	free(cfg->pidfile);
 	free(cfg->redis);
+	free(cfg->redis_host);
+	free(cfg->redis_path);
 	free(cfg->redis_password);
 	free(cfg->redis_prefix);
 	free(cfg->advertise);

@@ -39,6 +39,7 @@ struct config {
 	int64_t			 maxclients;
 	int64_t			 max_line;
 	int64_t			 max_output;
+	int64_t			 max_output_total; /* of all connections */
 	int64_t			 max_semaphores;
 	int64_t			 tcp_keepalive_ms;
 	int64_t			 timeout_ms;	/* idle; 0: off */
@@ -56,6 +57,9 @@ struct config {
 
 	int64_t			 persistence;	/* enum persist_mode */
 	char			*redis;		/* "HOST:PORT" or "unix:PATH" */
+	char			*redis_host;	/* parsed from redis: NULL, */
+	int64_t			 redis_port;	/* ... 0 for a unix socket */
+	char			*redis_path;	/* unix:PATH's; NULL for TCP */
 	char			*redis_password;
 	int64_t			 redis_db;
 	char			*redis_prefix;

@@ -29,7 +29,22 @@
  * are taken (a reply larger than max-output, a long listing, still goes
  * out whole to a client that reads it); a connection whose unread output
  * stays over max-output without draining for a whole sweep is closed:
- * its client does not read.
+ * its client does not read. Its input is bounded too (a read watermark
+ * stops reading, so TCP pushes back on the client). The unread replies
+ * of all connections are counted (output_bytes, from a callback on each
+ * output buffer); over max-output-total, the connections with the
+ * most are closed, as Redis's client output limits do, so that many
+ * clients that do not read cannot add up to more memory than that.
+ *
+ * Turns: a connection's read callback runs at most CONN_LINES_PER_TURN
+ * lines and CONN_TURN_US of them, then yields to the loop (resume_ev), and
+ * every event of a client runs at the loop's lowest priority, bounded per
+ * pass (server.h), so that timers and Redis are served in between.
+ * The end-of-turn write (flush_ev) is not client work in that sense: it
+ * runs at the default priority, so replies go out at the next pass, not
+ * after every other client's turn, and it costs no more than copying the
+ * bytes those budgeted turns made (a socket takes what fits, no more).
+ * Replies stay in order: a connection's lines are taken one at a time.
  *
  * Time limits are checked once a second by one sweep over every
  * connection, not by a timer each: idle (timeout, 0 = off), a line that
@@ -51,22 +66,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "cmd.h"
 #include "conn.h"
 #include "log.h"
 #include "persist.h"
 #include "server.h"
+#include "sock.h"
 #include "timers.h"
 
 /* How long a closing connection may take to read its last replies. */
 #define CONN_FLUSH_TIMEOUT_S	10
 #define CONN_SWEEP_MS		1000
+
+TAILQ_HEAD(conn_queue, conn);
+
+/*
+ * Every connection, and what conn.c keeps about them all: only this file
+ * reads or writes it (struct server holds a pointer to it).
+ */
+struct conn_table {
+	struct conn		*by_id;		/* uthash */
+	uint32_t		 nconns;
+	uint64_t		 next_conn_id;
+	struct event		*flush_ev;	/* end-of-turn writes */
+	struct conn_queue	 flushq;	/* ...of these connections */
+	void			*sweep_timer;	/* the time limits */
+	uint64_t		 output_bytes;	/* unread replies, all of them */
+	struct log_repeat	 output_trim;	/* over max-output-total */
+	struct log_repeat	 http_seen;	/* HTTP-looking requests */
+	uint64_t		 http_last_ms;	/* ...the last one, or 0 */
+};
 
 static void	conn_take_lines(struct conn *c);
 static void	conn_vreply(struct conn *, const char *, va_list)
@@ -127,62 +162,36 @@ conn_block(struct conn *c, enum cmd_result why)
 		conn_set_state(c, states[why]);
 }
 
+/* The server's clock (clock.h): time limits, ages, idle times. */
+static uint64_t
+conn_now_ms(const struct server *srv)
+{
+	return (clock_now(&srv->clock));
+}
+
+/* The monotonic clock in microseconds, for the turn budgets. */
+static uint64_t
+conn_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000);
+}
+
+/* The loop priority of clients' work: the lowest there is (server.h). */
+static int
+conn_priority(struct server *srv)
+{
+	return (event_base_get_npriorities(srv->base) - 1);
+}
+
 /* 1 when more than max-output bytes of replies are unread. */
 static int
 conn_output_full(struct conn *c)
 {
 	return (evbuffer_get_length(bufferevent_get_output(c->bev)) >
 	    (size_t)c->srv->cfg->max_output);
-}
-
-/* 1 for loopback and Unix-socket peers, which protected mode admits. */
-static int
-conn_peer_is_local(const struct sockaddr *sa)
-{
-	const struct sockaddr_in	*sin;
-	const struct sockaddr_in6	*sin6;
-	const uint8_t			*a;
-
-	switch (sa->sa_family) {
-	case AF_UNIX:
-		return (1);
-	case AF_INET:
-		sin = (const struct sockaddr_in *)sa;
-		return ((ntohl(sin->sin_addr.s_addr) >> 24) == 127);
-	case AF_INET6:
-		sin6 = (const struct sockaddr_in6 *)sa;
-		a = sin6->sin6_addr.s6_addr;
-		if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr))
-			return (1);
-		return (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && a[12] == 127);
-	default:
-		return (0);
-	}
-}
-
-static void
-conn_format_peer(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char	host[INET6_ADDRSTRLEN];
-
-	switch (sa->sa_family) {
-	case AF_INET:
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
-		    host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host,
-		    ntohs(((const struct sockaddr_in *)sa)->sin_port));
-		break;
-	case AF_INET6:
-		inet_ntop(AF_INET6,
-		    &((const struct sockaddr_in6 *)sa)->sin6_addr, host,
-		    sizeof(host));
-		snprintf(buf, len, "[%s]:%u", host,
-		    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port));
-		break;
-	default:
-		snprintf(buf, len, "unix");
-		break;
-	}
 }
 
 /*
@@ -199,34 +208,6 @@ conn_reject(struct server *srv, evutil_socket_t fd, const char *line)
 	shutdown(fd, SHUT_WR);
 	evutil_closesocket(fd);
 	srv->stats.rejected_total++;
-}
-
-/*
- * No Nagle: a reply that follows another before the client answered
- * (pipelining, a grant written behind an earlier reply, WATCH) must not
- * wait for its ACK. Keepalive lets a vanished client host be noticed, so
- * that its bound permits are released: after idle + 3 * interval at the
- * most.
- */
-static void
-conn_set_tcp_options(evutil_socket_t fd, int64_t keepalive_ms)
-{
-	int	on = 1, idle, intvl, cnt = 3;
-
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) != 0)
-		log_warn("setsockopt TCP_NODELAY");
-	if (keepalive_ms <= 0)
-		return;
-	idle = (int)(keepalive_ms / 1000);
-	if (idle < 1)
-		idle = 1;
-	intvl = idle / 3 > 0 ? idle / 3 : 1;
-	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) != 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) != 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
-	    sizeof(intvl)) != 0 ||
-	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) != 0)
-		log_warn("setsockopt keepalive");
 }
 
 /*
@@ -285,12 +266,16 @@ conn_handle_line(struct conn *c, size_t len)
 {
 	struct proto_request	req;
 	struct proto_error	err;
+	char			subject[128];
 
-	c->last_ms = timers_now_ms();
+	c->last_ms = conn_now_ms(c->srv);
 	if (conn_looks_like_http(c->line, len)) {
-		log_warnx("connection %llu from %s sent what looks like HTTP; "
-		    "closing it (cross-protocol attack?)",
+		/* Logged once, then counted: a browser may send thousands. */
+		snprintf(subject, sizeof(subject), "connection %llu from %s",
 		    (unsigned long long)c->id, c->peer);
+		log_repeat(&c->srv->conns->http_seen, subject, "sent what looks "
+		    "like HTTP; closing it (cross-protocol attack?)");
+		c->srv->conns->http_last_ms = c->last_ms;
 		/* Replies to the requests before it still go out; no more. */
 		conn_close_after_flush(c);
 		return;
@@ -306,20 +291,24 @@ conn_handle_line(struct conn *c, size_t len)
 		break;
 	}
 	c->last_verb = (int)req.verb;
-	conn_block(c, cmd_dispatch(c, &req));
+	conn_block(c, c->srv->hooks->dispatch(c, &req));
 }
 
 /*
- * Take up to CONN_LINES_PER_TURN lines while the connection is ready and
- * its client reads its replies.
+ * Take lines while the connection is ready and its client reads its
+ * replies, for one turn: up to CONN_LINES_PER_TURN lines, and no new one
+ * once CONN_TURN_US have gone by (one request always runs).
  */
 static void
 conn_take_lines(struct conn *c)
 {
-	size_t	len;
-	int	i, rc = 0;
+	uint64_t	end_us = conn_now_us() + CONN_TURN_US;
+	size_t		len;
+	int		i, rc = 0;
 
 	for (i = 0; i < CONN_LINES_PER_TURN && c->state == CONN_READY; i++) {
+		if (i > 0 && conn_now_us() >= end_us)
+			break;		/* rc is 1: resume_ev comes back */
 		if (conn_output_full(c))
 			return;		/* conn_write_cb comes back */
 		if ((rc = conn_next_line(c, &len)) == 0)
@@ -334,6 +323,16 @@ conn_take_lines(struct conn *c)
 		c->partial_ms = 0;
 		conn_handle_line(c, len);
 	}
+	if (c->peer_eof && (c->state == CONN_WAIT_ENGINE ||
+	    c->state == CONN_WATCHING)) {
+		/*
+		 * Its EOF came before this request (a turn ended between
+		 * its lines) and will not come again: as conn_event_cb does
+		 * for an EOF while waiting, the waiter goes too.
+		 */
+		conn_close_now(c);
+		return;
+	}
 	if (c->state != CONN_READY)
 		return;
 	if (rc != 0) {
@@ -344,7 +343,7 @@ conn_take_lines(struct conn *c)
 		conn_close_after_flush(c);
 	} else if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0 &&
 	    c->partial_ms == 0)
-		c->partial_ms = timers_now_ms();	/* line-timeout runs */
+		c->partial_ms = conn_now_ms(c->srv);	/* line-timeout runs */
 }
 
 static void
@@ -437,8 +436,8 @@ conn_flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (srv->persist != NULL && !persist_owner_check(srv->persist))
 		return;
-	while ((c = TAILQ_FIRST(&srv->flushq)) != NULL) {
-		TAILQ_REMOVE(&srv->flushq, c, flush_entry);
+	while ((c = TAILQ_FIRST(&srv->conns->flushq)) != NULL) {
+		TAILQ_REMOVE(&srv->conns->flushq, c, flush_entry);
 		c->flush_queued = 0;
 		conn_flush(c);
 	}
@@ -453,8 +452,8 @@ conn_queue_flush(struct conn *c)
 	if (c->flush_queued)
 		return;
 	c->flush_queued = 1;
-	TAILQ_INSERT_TAIL(&srv->flushq, c, flush_entry);
-	event_active(srv->flush_ev, 0, 0);
+	TAILQ_INSERT_TAIL(&srv->conns->flushq, c, flush_entry);
+	event_active(srv->conns->flush_ev, 0, 0);
 }
 
 static void
@@ -462,7 +461,7 @@ conn_unqueue_flush(struct conn *c)
 {
 	if (!c->flush_queued)
 		return;
-	TAILQ_REMOVE(&c->srv->flushq, c, flush_entry);
+	TAILQ_REMOVE(&c->srv->conns->flushq, c, flush_entry);
 	c->flush_queued = 0;
 }
 
@@ -511,8 +510,8 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 	char			 peer[64];
 
 	(void)socklen;
-	conn_format_peer(sa, peer, sizeof(peer));
-	if (srv->nconns >= (uint32_t)cfg->maxclients) {
+	sock_format_peer(sa, peer, sizeof(peer));
+	if (srv->conns->nconns >= (uint32_t)cfg->maxclients) {
 		log_warnx("rejecting %s: maxclients (%lld) reached", peer,
 		    (long long)cfg->maxclients);
 		conn_reject(srv, fd, "ERR LIMIT max number of clients "
@@ -520,7 +519,7 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		return (NULL);
 	}
 	if (cfg->protected_mode && cfg->requirepass == NULL &&
-	    !conn_peer_is_local(sa)) {
+	    !sock_peer_is_local(sa)) {
 		log_warnx("rejecting %s: protected mode", peer);
 		conn_reject(srv, fd, "ERR AUTH protected mode: no password "
 		    "is set, so only loopback clients are served; set "
@@ -528,39 +527,65 @@ conn_accept(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa,
 		return (NULL);
 	}
 	if (sa->sa_family != AF_UNIX)
-		conn_set_tcp_options(fd, cfg->tcp_keepalive_ms);
+		sock_set_tcp_options(fd, cfg->tcp_keepalive_ms);
 	bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		fatalx("cannot set up a connection");
 	return (conn_new(srv, bev, peer));
 }
 
+/* The output buffer of a connection grew or shrank: keep the total. */
+static void
+conn_output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct server	*srv = arg;
+
+	(void)buf;
+	srv->conns->output_bytes += info->n_added;
+	srv->conns->output_bytes -= info->n_deleted;
+}
+
 struct conn *
 conn_new(struct server *srv, struct bufferevent *bev, const char *peer)
 {
 	struct conn	*c;
+	int		 prio = conn_priority(srv);
 
 	c = xcalloc(1, sizeof(*c));
 	c->srv = srv;
-	c->id = ++srv->next_conn_id;
+	c->id = ++srv->conns->next_conn_id;
 	c->state = CONN_READY;
-	c->created_ms = c->last_ms = timers_now_ms();
+	c->created_ms = c->last_ms = conn_now_ms(c->srv);
 	c->last_verb = -1;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->line = xcalloc(1, (size_t)srv->cfg->max_line + 2);
 	c->owner = engine_owner_new(srv->engine, c->id);
 	c->bev = bev;
 	c->resume_ev = event_new(srv->base, -1, 0, conn_resume_cb, c);
-	if (c->resume_ev == NULL)
+	c->out_cb = evbuffer_add_cb(bufferevent_get_output(bev),
+	    conn_output_cb, srv);
+	/* (A bufferevent pair, in the unit tests, has no events.) */
+	if (c->resume_ev == NULL || c->out_cb == NULL ||
+	    event_priority_set(c->resume_ev, prio) != 0 ||
+	    (bufferevent_getfd(bev) >= 0 &&
+	    bufferevent_priority_set(bev, prio) != 0))
 		fatalx("cannot set up a connection");
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);
+	/*
+	 * Stop reading past a whole line over the backlog a waiting request
+	 * may have (conn_read_cb closes such a connection), or, for one
+	 * whose replies are unread, as far: TCP then pushes back.
+	 */
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    CONN_BACKLOG_MAX + (size_t)srv->cfg->max_line + 2);
 	/* EV_WRITE only while a write waits for room: see the top. */
 	bufferevent_disable(c->bev, EV_WRITE);
 	bufferevent_enable(c->bev, EV_READ);
 
-	HASH_ADD(hh, srv->conns, id, sizeof(c->id), c);
-	srv->nconns++;
+	HASH_ADD(hh, srv->conns->by_id, id, sizeof(c->id), c);
+	srv->conns->nconns++;
 	srv->stats.connections_total++;
 	log_debug("connection %llu from %s", (unsigned long long)c->id, peer);
 	return (c);
@@ -573,12 +598,15 @@ conn_free(struct conn *c)
 	struct server	*srv = c->srv;
 
 	log_debug("connection %llu closed", (unsigned long long)c->id);
-	HASH_DEL(srv->conns, c);
-	srv->nconns--;
-	cmd_watch_drop(c);
+	HASH_DEL(srv->conns->by_id, c);
+	srv->conns->nconns--;
+	c->srv->hooks->closing(c);
 	conn_unqueue_flush(c);
 	if (c->owner != NULL)	/* NULL once KILLed */
 		engine_owner_free(srv->engine, c->owner);
+	evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
+	srv->conns->output_bytes -= evbuffer_get_length(bufferevent_get_output(
+	    c->bev));
 	event_free(c->resume_ev);
 	bufferevent_free(c->bev);
 	free(c->line);
@@ -590,7 +618,7 @@ conn_find(struct server *srv, uint64_t id)
 {
 	struct conn	*c;
 
-	HASH_FIND(hh, srv->conns, &id, sizeof(id), c);
+	HASH_FIND(hh, srv->conns->by_id, &id, sizeof(id), c);
 	return (c);
 }
 
@@ -602,7 +630,7 @@ conn_kill(struct conn *c, struct conn *killer)
 	log_info("connection %llu from %s killed by connection %llu from %s",
 	    (unsigned long long)c->id, c->peer,
 	    (unsigned long long)killer->id, killer->peer);
-	cmd_watch_drop(c);
+	c->srv->hooks->closing(c);
 	if (c == killer)
 		conn_close_after_flush(c);
 	else
@@ -610,6 +638,42 @@ conn_kill(struct conn *c, struct conn *killer)
 	if (o != NULL) {
 		c->owner = NULL;
 		engine_owner_free(c->srv->engine, o);
+	}
+}
+
+/*
+ * The unread replies of all connections are over max-output-total: close
+ * the connections with the most until they are not (conn_close_now drops
+ * a connection's replies at once). Logged once, then counted (log.h).
+ */
+static void
+conn_trim_output(struct server *srv)
+{
+	struct conn	*c, *tmp, *most;
+	size_t		 out, most_out;
+
+	while (srv->conns->output_bytes > (uint64_t)srv->cfg->max_output_total) {
+		most = NULL;
+		most_out = 0;
+		HASH_ITER(hh, srv->conns->by_id, c, tmp) {
+			if (c->state == CONN_DEAD)
+				continue;
+			out = evbuffer_get_length(bufferevent_get_output(
+			    c->bev));
+			if (out > most_out) {
+				most = c;
+				most_out = out;
+			}
+		}
+		if (most == NULL)
+			return;
+		log_repeat(&srv->conns->output_trim, "connections", "the unread "
+		    "replies of all connections exceed max-output-total; "
+		    "closing the connection with the most");
+		log_debug("closing connection %llu from %s: %zu bytes of "
+		    "replies unread, over max-output-total in all",
+		    (unsigned long long)most->id, most->peer, most_out);
+		conn_close_now(most);
 	}
 }
 
@@ -626,9 +690,11 @@ conn_vreply(struct conn *c, const char *fmt, va_list ap)
 	conn_queue_flush(c);
 	/* Over max-output: no more requests until it drains (see top). */
 	if (c->out_over_ms == 0 && conn_output_full(c)) {
-		c->out_over_ms = timers_now_ms();
+		c->out_over_ms = conn_now_ms(c->srv);
 		c->out_seen = evbuffer_get_length(out);
 	}
+	if (c->srv->conns->output_bytes > (uint64_t)c->srv->cfg->max_output_total)
+		conn_trim_output(c->srv);
 }
 
 void
@@ -678,10 +744,16 @@ conn_close_after_flush(struct conn *c)
 void
 conn_close_now(struct conn *c)
 {
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+
 	if (c->state == CONN_DEAD)
 		return;
 	conn_set_state(c, CONN_DEAD);
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	/* Its replies will never be sent: give their memory back now. */
+	evbuffer_unfreeze(out, 1);
+	evbuffer_drain(out, evbuffer_get_length(out));
+	evbuffer_freeze(out, 1);
 	event_active(c->resume_ev, 0, 0);
 }
 
@@ -708,7 +780,7 @@ conn_foreach(struct server *srv, void (*fn)(struct conn *, void *),
 {
 	struct conn	*c, *tmp;
 
-	HASH_ITER(hh, srv->conns, c, tmp) {
+	HASH_ITER(hh, srv->conns->by_id, c, tmp) {
 		if (c->state != CONN_DEAD)
 			fn(c, arg);
 	}
@@ -719,7 +791,7 @@ conn_free_all(struct server *srv)
 {
 	struct conn	*c, *tmp;
 
-	HASH_ITER(hh, srv->conns, c, tmp)
+	HASH_ITER(hh, srv->conns->by_id, c, tmp)
 		conn_free(c);
 }
 
@@ -777,39 +849,76 @@ conn_sweep_one(struct conn *c, void *arg)
 	conn_close_now(c);
 }
 
+/* The sweep: every CONN_SWEEP_MS on the server's clock (clock.h). */
 static void
-conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
+conn_sweep_fire(void *arg)
 {
 	struct server	*srv = arg;
-	uint64_t	 now = timers_now_ms();
+	uint64_t	 now = conn_now_ms(srv);
 
-	(void)fd;
-	(void)what;
+	srv->conns->sweep_timer = NULL;
 	conn_foreach(srv, conn_sweep_one, &now);
+	if (srv->conns->output_bytes <= (uint64_t)srv->cfg->max_output_total)
+		log_repeat_end(&srv->conns->output_trim, "connections");
+	/* A minute without HTTP-looking requests: say how many there were. */
+	if (srv->conns->http_last_ms != 0 && now - srv->conns->http_last_ms >= 60000) {
+		log_repeat_end(&srv->conns->http_seen, "connections");
+		srv->conns->http_last_ms = 0;
+	}
+	srv->conns->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
+	    conn_sweep_fire, srv);
 }
 
 void
 conn_service_start(struct server *srv)
 {
-	struct timeval	tv = { CONN_SWEEP_MS / 1000,
-			    (CONN_SWEEP_MS % 1000) * 1000 };
-
-	TAILQ_INIT(&srv->flushq);
-	srv->flush_ev = event_new(srv->base, -1, 0, conn_flush_cb, srv);
-	srv->sweep_ev = event_new(srv->base, -1, EV_PERSIST, conn_sweep_cb,
-	    srv);
-	if (srv->flush_ev == NULL || srv->sweep_ev == NULL ||
-	    event_add(srv->sweep_ev, &tv) != 0)
+	srv->conns = xcalloc(1, sizeof(*srv->conns));
+	TAILQ_INIT(&srv->conns->flushq);
+	srv->conns->flush_ev = event_new(srv->base, -1, 0, conn_flush_cb, srv);
+	if (srv->conns->flush_ev == NULL)
 		fatalx("cannot set up the connections' events");
+	srv->conns->sweep_timer = srv->clock.timer_add(srv->clock.ctx, CONN_SWEEP_MS,
+	    conn_sweep_fire, srv);
 }
 
 void
 conn_service_stop(struct server *srv)
 {
-	if (srv->sweep_ev != NULL)
-		event_free(srv->sweep_ev);
-	srv->sweep_ev = NULL;
-	if (srv->flush_ev != NULL)
-		event_free(srv->flush_ev);
-	srv->flush_ev = NULL;
+	if (srv->conns->sweep_timer != NULL)
+		srv->clock.timer_del(srv->clock.ctx, srv->conns->sweep_timer);
+	srv->conns->sweep_timer = NULL;
+	if (srv->conns->flush_ev != NULL)
+		event_free(srv->conns->flush_ev);
+	free(srv->conns);
+	srv->conns = NULL;
+}
+
+uint32_t
+conn_count(const struct server *srv)
+{
+	return (srv->conns->nconns);
+}
+
+uint64_t
+conn_output_bytes(const struct server *srv)
+{
+	return (srv->conns->output_bytes);
+}
+
+/*
+ * Write what c's output holds to its socket now, as far as the socket
+ * takes it without waiting (shutdown: the connection is freed next).
+ */
+void
+conn_flush_now(struct conn *c)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+	evutil_socket_t	 fd = bufferevent_getfd(c->bev);
+
+	if (fd < 0)
+		return;
+	evbuffer_unfreeze(out, 1);
+	while (evbuffer_get_length(out) > 0 && evbuffer_write(out, fd) > 0)
+		continue;
+	evbuffer_freeze(out, 1);
 }

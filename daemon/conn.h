@@ -31,8 +31,13 @@ struct watch;
 
 /* Unprocessed pipelined input a blocked connection may queue up. */
 #define CONN_BACKLOG_MAX	(1024 * 1024)
-/* Lines taken per turn, so one busy client cannot starve the others. */
+/*
+ * A connection's turn: at most this many lines and, past the first, this
+ * many microseconds of running them, so one busy client cannot starve the
+ * others, timers or Redis (server.h: the loop's priorities).
+ */
 #define CONN_LINES_PER_TURN	64
+#define CONN_TURN_US		500
 
 /* The states of a connection, X(name, text). */
 #define CONN_STATES(X)							\
@@ -71,6 +76,7 @@ struct conn {
 	int			 last_verb;	/* enum proto_verb; -1: none yet */
 	struct watch		*watch;		/* its blocked WATCH (cmd-watch.c) */
 	int			 flush_queued;	/* on srv->flushq */
+	struct evbuffer_cb_entry *out_cb;	/* counts srv->output_bytes */
 	TAILQ_ENTRY(conn)	 flush_entry;
 	UT_hash_handle		 hh;		/* srv->conns by id */
 };
@@ -129,5 +135,11 @@ void		 conn_free_all(struct server *srv);
  */
 void		 conn_service_start(struct server *srv);
 void		 conn_service_stop(struct server *srv);
+/* How many connections are open. */
+uint32_t	 conn_count(const struct server *srv);
+/* The bytes of replies not yet read by their clients, all together. */
+uint64_t	 conn_output_bytes(const struct server *srv);
+/* Write c's pending replies to its socket now (shutdown). */
+void		 conn_flush_now(struct conn *c);
 
 #endif /* SEMD_CONN_H */

@@ -13,8 +13,14 @@
  * A slow or hostile client is bounded by evhttp: a read or write that
  * stalls for METRICS_TIMEOUT_S closes it, headers are capped at
  * METRICS_MAX_HEADERS bytes, bodies at METRICS_MAX_BODY. evhttp (libevent
- * 2.1) has no cap on connections: that, and requirepass not applying, is
- * why the port must stay private (README "Monitoring").
+ * 2.1) has no cap on connections, so we keep one: evhttp asks us for each
+ * new connection's bufferevent (metrics_bev_cb), and once evhttp has set
+ * it up, metrics_adopt_cb either counts it, with a close callback that
+ * uncounts it, or, over METRICS_MAX_CONNS, closes it at once. Accept
+ * errors (EMFILE) pause this listener with the client port's (server.c).
+ * Scrapes run at the loop's lowest priority, as clients' requests do.
+ * requirepass does not apply: the port must stay private (README
+ * "Monitoring").
  */
 #include <sys/types.h>
 
@@ -23,39 +29,46 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 #include <event2/keyvalq_struct.h>
 
+#include "conn.h"
 #include "histo.h"
 #include "log.h"
 #include "metrics.h"
 #include "persist.h"
 #include "proc.h"
+#include "owner.h"
 #include "server.h"
+#include "stats.h"
 #include "timers.h"
 
 #define METRICS_TIMEOUT_S	10
 #define METRICS_MAX_HEADERS	8192
 #define METRICS_MAX_BODY	1024
+/* Connections served at once; those over it are closed when accepted. */
+#define METRICS_MAX_CONNS	16
 /* The label of the semaphores over metrics-max-semaphores. */
 #define METRICS_OTHER		"_other"
+#define METRICS_COUNTER		"counter"
+#define METRICS_GAUGE		"gauge"
 #define METRICS_CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 
 struct metrics {
 	struct server			*srv;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*sock;
+	struct evconnlistener		*listener;	/* sock's */
+	struct bufferevent		**fresh;	/* accepted, not yet */
+	size_t				 nfresh, fresh_cap; /* ...adopted */
+	struct event			*adopt_ev;
+	unsigned			 nconns;	/* adopted, open */
+	struct log_repeat		 over_cap;
 };
 
-/* One "sem" label's numbers: a semaphore, or the "_other" sum. */
-struct metrics_row {
-	const char		*name;
-	uint64_t		 capacity;
-	uint64_t		 used;
-	uint64_t		 holders;
-	uint64_t		 waiters;
-	const struct sem_stats	*st;
-};
 
 /* Append s with '\', '"' and newline escaped, as label values want. */
 static void
@@ -84,7 +97,7 @@ metrics_family(struct evbuffer *buf, const char *name, const char *type,
 /* name{sem="..."} value */
 static void
 metrics_sem_sample(struct evbuffer *buf, const char *name,
-    const struct metrics_row *r, uint64_t value)
+    const struct sem_view *r, uint64_t value)
 {
 	evbuffer_add_printf(buf, "%s{sem=\"", name);
 	metrics_escape(buf, r->name);
@@ -135,7 +148,7 @@ metrics_bound(char *out, size_t len, uint32_t us)
  */
 static void
 metrics_histo_head(struct evbuffer *buf, const char *name,
-    const char *suffix, const struct metrics_row *r, const char *le)
+    const char *suffix, const struct sem_view *r, const char *le)
 {
 	evbuffer_add_printf(buf, "%s%s", name, suffix);
 	if (r == NULL && le == NULL)
@@ -158,7 +171,7 @@ metrics_histo_head(struct evbuffer *buf, const char *name,
  */
 static void
 metrics_histo(struct evbuffer *buf, const char *name,
-    const struct metrics_row *r, const struct histo *h)
+    const struct sem_view *r, const struct histo *h)
 {
 	uint64_t	cum = 0;
 	char		le[32], sum[32];
@@ -182,7 +195,7 @@ metrics_histo(struct evbuffer *buf, const char *name,
 
 /* Add s to the "_other" row. */
 static void
-metrics_fold(struct metrics_row *other, struct sem_stats *sum,
+metrics_fold(struct sem_view *other, struct sem_stats *sum,
     const struct sem *s)
 {
 	int	i;
@@ -205,15 +218,15 @@ metrics_fold(struct metrics_row *other, struct sem_stats *sum,
  * (also for a semaphore that is itself named "_other"). *nrows is set;
  * the caller frees the rows and *sum.
  */
-static struct metrics_row *
+static struct sem_view *
 metrics_rows(struct server *srv, size_t *nrows, struct sem_stats **sum)
 {
 	struct engine_stats	 es;
-	struct metrics_row	*rows, *r;
+	struct sem_view	*rows;
 	struct sem		*s;
 	size_t			 n = 0, cap = (size_t)srv->cfg->metrics_max_semaphores;
 	int			 folded = 0;
-	struct metrics_row	 other = { .name = METRICS_OTHER };
+	struct sem_view	 other = { .name = METRICS_OTHER };
 
 	engine_get_stats(srv->engine, &es);
 	if ((rows = calloc((es.sems < cap ? es.sems : cap) + 1,
@@ -227,13 +240,7 @@ metrics_rows(struct server *srv, size_t *nrows, struct sem_stats **sum)
 			folded = 1;
 			continue;
 		}
-		r = &rows[n++];
-		r->name = s->name;
-		r->capacity = s->capacity;
-		r->used = s->used;
-		r->holders = s->nholders;
-		r->waiters = s->nwaiters;
-		r->st = &s->stats;
+		sem_view_get(&rows[n++], s);
 	}
 	if (folded) {
 		other.st = *sum;
@@ -247,28 +254,26 @@ metrics_rows(struct server *srv, size_t *nrows, struct sem_stats **sum)
 static void
 metrics_render_sems(struct server *srv, struct evbuffer *buf)
 {
-	struct metrics_row	*rows;
+	struct sem_view	*rows;
 	struct sem_stats	*sum;
 	size_t			 n, i;
 	int			 k;
 
 	rows = metrics_rows(srv, &n, &sum);
-#define SEM_GAUGE(metric, help, field) do {				\
-	metrics_family(buf, metric, "gauge", help);			\
-	for (i = 0; i < n; i++)						\
-		metrics_sem_sample(buf, metric, &rows[i], rows[i].field); \
-} while (0)
-	SEM_GAUGE("semd_semaphore_capacity", "Units the semaphore has.",
-	    capacity);
-	SEM_GAUGE("semd_semaphore_used", "Units granted now.", used);
-	SEM_GAUGE("semd_semaphore_holders", "Grants held now.", holders);
-	SEM_GAUGE("semd_semaphore_waiters", "Acquires queued now.", waiters);
-#undef SEM_GAUGE
-	metrics_family(buf, "semd_grants_total", "counter",
-	    "Grants made, at once or to a queued waiter.");
-	for (i = 0; i < n; i++)
-		metrics_sem_sample(buf, "semd_grants_total", &rows[i],
-		    rows[i].st->grants_total);
+	/* Every row of stats.h's per-semaphore table that has a metric. */
+#define SEM_FAMILY(key, metric, type, help, value) do {			\
+	const struct sem_view	*r;					\
+									\
+	if ((metric) == NULL)						\
+		break;							\
+	metrics_family(buf, (metric), METRICS_##type, (help));		\
+	for (i = 0; i < n; i++) {					\
+		r = &rows[i];						\
+		metrics_sem_sample(buf, (metric), r, (value));		\
+	}								\
+} while (0);
+	SEM_STATS_FIELDS(SEM_FAMILY)
+#undef SEM_FAMILY
 	metrics_family(buf, "semd_releases_total", "counter",
 	    "Grants ended, by reason.");
 	for (i = 0; i < n; i++) {
@@ -281,11 +286,6 @@ metrics_render_sems(struct server *srv, struct evbuffer *buf)
 			    (unsigned long long)rows[i].st->releases_total[k]);
 		}
 	}
-	metrics_family(buf, "semd_timeouts_total", "counter",
-	    "Acquires answered TIMEOUT.");
-	for (i = 0; i < n; i++)
-		metrics_sem_sample(buf, "semd_timeouts_total", &rows[i],
-		    rows[i].st->timeouts_total);
 	metrics_family(buf, "semd_acquire_wait_seconds", "histogram",
 	    "From an acquire to its grant, granted acquires only.");
 	for (i = 0; i < n; i++)
@@ -310,78 +310,62 @@ metrics_render_sems(struct server *srv, struct evbuffer *buf)
 static void
 metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 {
-	static const char *const states[] = { "off", "loading", "down", "ok",
-	    "standby" };
-	static const char *const roles[] = { "single", "owner", "standby",
-	    "waiting_for_redis" };
-	struct persist_stats	 ps;
-	struct engine_stats	 es;
+	struct stats_view	 view, *v = &view;
 	const char		*name;
 	size_t			 i;
 
-	engine_get_stats(srv->engine, &es);
-	persist_get_stats(srv->persist, &ps);
-	metrics_family(buf, "semd_semaphores", "gauge", "Semaphores now.");
-	metrics_sample(buf, "semd_semaphores", NULL, NULL, es.sems);
-	metrics_family(buf, "semd_connections", "gauge",
-	    "Client connections open now.");
-	metrics_sample(buf, "semd_connections", NULL, NULL, srv->nconns);
-	metrics_family(buf, "semd_connections_total", "counter",
-	    "Client connections accepted.");
-	metrics_sample(buf, "semd_connections_total", NULL, NULL,
-	    srv->stats.connections_total);
+	stats_view_get(v, srv);
+	/* Every row of stats.h's table that has a metric. */
+#define DAEMON_FAMILY(key, metric, type, help, value) do {		\
+	if ((metric) == NULL)						\
+		break;							\
+	metrics_family(buf, (metric), METRICS_##type, (help));		\
+	metrics_sample(buf, (metric), NULL, NULL, (value));		\
+} while (0);
+	STATS_FIELDS(DAEMON_FAMILY)
+#undef DAEMON_FAMILY
 	metrics_family(buf, "semd_commands_total", "counter",
 	    "Requests run, by verb.");
 	for (i = 0; i < VERB__COUNT; i++)
 		metrics_sample(buf, "semd_commands_total", "verb",
-		    proto_verb_name((enum proto_verb)i), srv->stats.calls[i]);
+		    proto_verb_name((enum proto_verb)i),
+		    stats_server(v)->calls[i]);
 	metrics_family(buf, "semd_errors_total", "counter",
 	    "ERR replies, by code.");
 	for (i = 1; i < PERR__COUNT; i++) {
 		if ((name = proto_err_name((enum proto_err)i)) != NULL)
 			metrics_sample(buf, "semd_errors_total", "code", name,
-			    srv->stats.errors[i]);
+			    stats_server(v)->errors[i]);
 	}
+	/* States: one sample per value of the enum, 1 for the current. */
 	metrics_family(buf, "semd_persistence_state", "gauge",
 	    "1 for the persistence state now, 0 for the others.");
-	for (i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+	for (i = 0; i < PST__COUNT; i++)
 		metrics_sample(buf, "semd_persistence_state", "state",
-		    states[i], strcmp(ps.state, states[i]) == 0);
-	metrics_family(buf, "semd_persistence_batches_total", "counter",
-	    "Batches Redis acknowledged.");
-	metrics_sample(buf, "semd_persistence_batches_total", NULL, NULL,
-	    ps.batches);
-	metrics_family(buf, "semd_persistence_failures_total", "counter",
-	    "Batches or Redis connections that failed.");
-	metrics_sample(buf, "semd_persistence_failures_total", NULL, NULL,
-	    ps.failures);
-	metrics_family(buf, "semd_persistence_backlog", "gauge",
-	    "Changes not yet written to Redis.");
-	metrics_sample(buf, "semd_persistence_backlog", NULL, NULL,
-	    ps.backlog);
-	metrics_family(buf, "semd_redis_batch_seconds", "histogram",
-	    "From sending a batch to Redis to its acknowledgement.");
-	metrics_histo(buf, "semd_redis_batch_seconds", NULL, ps.batch_ms);
+		    persist_state_name((enum persist_state)i),
+		    v->ps.state_id == (enum persist_state)i);
 	metrics_family(buf, "semd_role", "gauge",
 	    "1 for this daemon's role now, 0 for the others.");
-	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
-		metrics_sample(buf, "semd_role", "role", roles[i],
-		    strcmp(ps.waiting_redis ? "waiting_for_redis" : ps.role,
-		    roles[i]) == 0);
-	metrics_family(buf, "semd_epoch", "gauge",
-	    "The owner's epoch; 0 when none is known.");
-	metrics_sample(buf, "semd_epoch", NULL, NULL, ps.epoch);
-	metrics_family(buf, "semd_uptime_seconds", "gauge",
-	    "Seconds since the daemon started.");
-	metrics_sample(buf, "semd_uptime_seconds", NULL, NULL,
-	    (timers_now_ms() - srv->start_ms) / 1000);
-	metrics_family(buf, "process_resident_memory_bytes", "gauge",
-	    "Resident memory size in bytes.");
-	metrics_sample(buf, "process_resident_memory_bytes", NULL, NULL,
-	    proc_rss_bytes());
-	metrics_family(buf, "process_open_fds", "gauge",
-	    "Open file descriptors.");
-	metrics_sample(buf, "process_open_fds", NULL, NULL, proc_open_fds());
+	/*
+	 * waiting_for_redis: no standby, still claiming because Redis does
+	 * not answer; persist.h counts it as ROLE_STANDBY, said apart here.
+	 */
+	for (i = 0; i < ROLE__COUNT; i++)
+		metrics_sample(buf, "semd_role", "role",
+		    persist_role_name((enum persist_role)i),
+		    !v->ps.waiting_redis && v->ps.role_id == (enum persist_role)i);
+	metrics_sample(buf, "semd_role", "role", "waiting_for_redis",
+	    v->ps.waiting_redis != 0);
+	metrics_family(buf, "semd_ownership_state", "gauge",
+	    "1 for the ownership state machine's state now, 0 for the "
+	    "others.");
+	for (i = 0; i < OWN__COUNT; i++)
+		metrics_sample(buf, "semd_ownership_state", "state",
+		    ownership_state_name((enum own_state)i),
+		    v->ps.ownership_id == (int)i);
+	metrics_family(buf, "semd_redis_batch_seconds", "histogram",
+	    "From sending a batch to Redis to its acknowledgement.");
+	metrics_histo(buf, "semd_redis_batch_seconds", NULL, v->ps.batch_ms);
 }
 
 void
@@ -397,7 +381,8 @@ metrics_healthy(struct server *srv, char *buf, size_t len)
 	struct persist_stats	ps;
 
 	persist_get_stats(srv->persist, &ps);
-	switch (persist_role(srv->persist)) {
+	switch (ps.role_id) {
+	case ROLE__COUNT:
 	case ROLE_STANDBY:
 		/* Not a standby: still claiming, Redis does not answer. */
 		if (ps.waiting_redis) {
@@ -410,13 +395,13 @@ metrics_healthy(struct server *srv, char *buf, size_t len)
 		    (unsigned long long)ps.epoch);
 		return (0);
 	case ROLE_OWNER:
-		if (strcmp(ps.state, "down") == 0) {
+		if (ps.state_id == PST_DOWN) {
 			snprintf(buf, len, "waiting for redis: %s",
 			    ps.last_error[0] != '\0' ? ps.last_error :
 			    "unreachable");
 			return (0);
 		}
-		if (strcmp(ps.state, "ok") != 0) {
+		if (ps.state_id != PST_UP) {
 			snprintf(buf, len, "loading");
 			return (0);
 		}
@@ -490,6 +475,81 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
 	evbuffer_free(body);
 }
 
+/* A connection counted by metrics_adopt_cb is closed. */
+static void
+metrics_closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct metrics	*m = arg;
+
+	(void)evcon;
+	m->nconns--;
+	if (m->nconns < METRICS_MAX_CONNS)
+		log_repeat_end(&m->over_cap, "metrics");
+}
+
+/* Count a new connection, or close it when METRICS_MAX_CONNS are open. */
+static void
+metrics_adopt(struct metrics *m, struct evhttp_connection *evcon)
+{
+	if (m->nconns >= METRICS_MAX_CONNS) {
+		log_repeat(&m->over_cap, "metrics", "too many connections "
+		    "open; closing the new ones");
+		evhttp_connection_free(evcon);
+		return;
+	}
+	m->nconns++;
+	evhttp_connection_set_closecb(evcon, metrics_closed_cb, m);
+}
+
+/*
+ * evhttp has set up the connections accepted since the last call (each
+ * bufferevent's callback argument is now its evhttp_connection): adopt
+ * each. One that evhttp has freed already has no callbacks left; our
+ * reference kept it readable.
+ */
+static void
+metrics_adopt_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct metrics		*m = arg;
+	bufferevent_event_cb	 eventcb;
+	void			*evcon;
+	size_t			 i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < m->nfresh; i++) {
+		bufferevent_getcb(m->fresh[i], NULL, NULL, &eventcb, &evcon);
+		if (eventcb != NULL && evcon != NULL)
+			metrics_adopt(m, evcon);
+		bufferevent_decref(m->fresh[i]);
+	}
+	m->nfresh = 0;
+}
+
+/* evhttp accepted a connection: its bufferevent, adopted next. */
+static struct bufferevent *
+metrics_bev_cb(struct event_base *base, void *arg)
+{
+	struct metrics		*m = arg;
+	struct bufferevent	*bev;
+
+	/* evhttp closes the socket itself when the options lack CLOSE. */
+	if ((bev = bufferevent_socket_new(base, -1, 0)) == NULL ||
+	    bufferevent_priority_set(bev,
+	    event_base_get_npriorities(base) - 1) != 0)
+		fatalx("metrics: cannot set up a connection");
+	if (m->nfresh == m->fresh_cap) {
+		m->fresh_cap = m->fresh_cap ? 2 * m->fresh_cap : 16;
+		if ((m->fresh = reallocarray(m->fresh, m->fresh_cap,
+		    sizeof(*m->fresh))) == NULL)
+			fatalx("out of memory");
+	}
+	bufferevent_incref(bev);	/* until metrics_adopt_cb saw it */
+	m->fresh[m->nfresh++] = bev;
+	event_active(m->adopt_ev, 0, 0);
+	return (bev);
+}
+
 struct metrics *
 metrics_start(struct server *srv)
 {
@@ -513,6 +573,10 @@ metrics_start(struct server *srv)
 	evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
 	evhttp_set_max_body_size(m->http, METRICS_MAX_BODY);
 	evhttp_set_gencb(m->http, metrics_request_cb, m);
+	evhttp_set_bevcb(m->http, metrics_bev_cb, m);
+	if ((m->adopt_ev = event_new(srv->base, -1, 0, metrics_adopt_cb,
+	    m)) == NULL)
+		fatalx("metrics: event_new");
 	if (strchr(cfg->metrics_bind, ':') != NULL)
 		snprintf(spec, sizeof(spec), "[%s]:%lld", cfg->metrics_bind,
 		    (long long)cfg->metrics_port);
@@ -523,6 +587,8 @@ metrics_start(struct server *srv)
 	    (uint16_t)cfg->metrics_port);
 	if (m->sock == NULL)
 		fatal("metrics: cannot listen on %s", spec);
+	m->listener = evhttp_bound_socket_get_listener(m->sock);
+	accept_guard_add(&srv->guard, m->listener);
 	log_info("metrics on http://%s/metrics", spec);
 	return (m);
 }
@@ -532,6 +598,10 @@ metrics_stop(struct metrics *m)
 {
 	if (m == NULL)
 		return;
+	accept_guard_remove(&m->srv->guard, m->listener);
 	evhttp_free(m->http);
+	metrics_adopt_cb(-1, 0, m);	/* drops our references */
+	event_free(m->adopt_ev);
+	free(m->fresh);
 	free(m);
 }

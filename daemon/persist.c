@@ -40,6 +40,7 @@
 
 #include <uthash.h>
 
+#include "dirty.h"
 #include "log.h"
 #include "owner.h"
 #include "persist.h"
@@ -48,30 +49,32 @@
 
 #define TOKEN_BLOCK		1000
 
-enum persist_state {
-	PST_OFF,	/* persistence none */
-	PST_LOADING,	/* start-up: reading the store */
-	PST_DOWN,	/* the store cannot be written now */
-	PST_UP
+static const char *const state_names[PST__COUNT] = {
+	[PST_OFF] = "off",
+	[PST_LOADING] = "loading",
+	[PST_DOWN] = "down",
+	[PST_UP] = "ok",
+	[PST_STANDBY] = "standby",
+};
+static const char *const role_names[ROLE__COUNT] = {
+	[ROLE_SINGLE] = "single",
+	[ROLE_OWNER] = "owner",
+	[ROLE_STANDBY] = "standby",
 };
 
-static const char *const state_names[] = { "off", "loading", "down", "ok" };
-static const char *const role_names[] = { "single", "owner", "standby" };
+const char *
+persist_role_name(enum persist_role role)
+{
+	return (role < ROLE__COUNT ? role_names[role] : "?");
+}
+
+const char *
+persist_state_name(enum persist_state state)
+{
+	return (state < PST__COUNT ? state_names[state] : "?");
+}
 static const struct ownership_hooks persist_own_hooks;
 static void	persist_free_damaged(struct persist *);
-
-struct dirty_sem {
-	char		 name[PROTO_NAME_MAX + 1];
-	size_t		 len;
-	UT_hash_handle	 hh;
-};
-
-struct dirty_grant {
-	uint64_t	 token;
-	char		 sem[PROTO_NAME_MAX + 1];	/* for its removal */
-	size_t		 sem_len;
-	UT_hash_handle	 hh;
-};
 
 /* One batch in flight: what it writes, and what waits for it. */
 struct flight {
@@ -147,52 +150,6 @@ static uint64_t
 persist_backlog(struct persist *p)
 {
 	return (HASH_COUNT(p->dirty_sems) + HASH_COUNT(p->dirty_grants));
-}
-
-static void
-dirty_clear(struct dirty_sem **sems, struct dirty_grant **grants)
-{
-	struct dirty_sem	*ds, *dstmp;
-	struct dirty_grant	*dg, *dgtmp;
-
-	HASH_ITER(hh, *sems, ds, dstmp) {
-		HASH_DEL(*sems, ds);
-		free(ds);
-	}
-	HASH_ITER(hh, *grants, dg, dgtmp) {
-		HASH_DEL(*grants, dg);
-		free(dg);
-	}
-}
-
-static void
-dirty_sem_add(struct dirty_sem **set, const char *name, size_t len)
-{
-	struct dirty_sem	*ds;
-
-	HASH_FIND(hh, *set, name, len, ds);
-	if (ds != NULL)
-		return;
-	ds = xcalloc(1, sizeof(*ds));
-	memcpy(ds->name, name, len);
-	ds->len = len;
-	HASH_ADD_KEYPTR(hh, *set, ds->name, ds->len, ds);
-}
-
-static void
-dirty_grant_add(struct dirty_grant **set, uint64_t token, const char *sem,
-    size_t sem_len)
-{
-	struct dirty_grant	*dg;
-
-	HASH_FIND(hh, *set, &token, sizeof(token), dg);
-	if (dg != NULL)
-		return;
-	dg = xcalloc(1, sizeof(*dg));
-	dg->token = token;
-	memcpy(dg->sem, sem, sem_len);
-	dg->sem_len = sem_len;
-	HASH_ADD(hh, *set, token, sizeof(dg->token), dg);
 }
 
 /* A failed batch: what it carried is dirty again (unless already so). */
@@ -375,6 +332,11 @@ batch_full(struct persist *p, struct batch *b, struct flight *f)
 		    NULL);
 	for (s = engine_sem_first(p->engine); s != NULL;
 	    s = engine_sem_next(s)) {
+		/*
+		 * Its keys go first: grants Redis holds that memory no longer
+		 * has (written after a flush, released since) must not stay.
+		 */
+		batch_sem(b, s->name, s->name_len, NULL);
 		batch_sem(b, s->name, s->name_len, s);
 		for (g = s->grants; g != NULL; g = g->sem_next)
 			batch_grant(p, b, s->name, s->name_len, g->token, g);
@@ -972,12 +934,14 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	struct flight		*f;
 	enum persist_role	 role = persist_role(p);
 
+	st->role_id = role;
 	st->role = role_names[role];
-	st->ownership = ownership_state_name(p->own != NULL ?
-	    ownership_state(p->own) : OWN_OFF);
+	st->ownership_id = p->own != NULL ? ownership_state(p->own) : OWN_OFF;
+	st->ownership = ownership_state_name((enum own_state)st->ownership_id);
+	st->state_id = role == ROLE_STANDBY ? PST_STANDBY : p->state;
+	st->state = state_names[st->state_id];
 	st->epoch = p->own != NULL ? ownership_epoch(p->own) : 0;
 	st->owner = p->own != NULL ? ownership_owner_addr(p->own) : "-";
-	st->state = role == ROLE_STANDBY ? "standby" : state_names[p->state];
 	st->mode = config_persist_mode_name((enum persist_mode)
 	    p->cfg->persistence);
 	st->backlog = persist_backlog(p);

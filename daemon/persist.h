@@ -56,12 +56,30 @@ typedef void (*persist_answer_fn)(void *ctx, uint64_t conn_id,
 enum persist_role {
 	ROLE_SINGLE,	/* persistence none: nothing to own */
 	ROLE_OWNER,	/* this daemon owns the data set and serves it */
-	ROLE_STANDBY	/* another daemon owns it (or nobody yet): wait */
+	ROLE_STANDBY,	/* another daemon owns it (or nobody yet): wait */
+	ROLE__COUNT
 };
+
+/* The persistence state STATS and /metrics show. */
+enum persist_state {
+	PST_OFF,	/* persistence none */
+	PST_LOADING,	/* start-up: reading the store (or not yet ours) */
+	PST_DOWN,	/* the store cannot be written now */
+	PST_UP,		/* "ok" */
+	PST_STANDBY,	/* shown while this daemon is a standby */
+	PST__COUNT
+};
+
+/* "single", "owner", "standby"; "off", "loading", "down", "ok", ... */
+const char	*persist_role_name(enum persist_role role);
+const char	*persist_state_name(enum persist_state state);
 
 struct persist_stats {
 	const char	*role;		/* "owner", "standby" or "single" */
 	const char	*ownership;	/* owner.h's state: "claiming", ... */
+	enum persist_role  role_id;	/* role, state and ownership as */
+	enum persist_state state_id;	/* the enums they name */
+	int		 ownership_id;	/* enum own_state (owner.h) */
 	uint64_t	 epoch;		/* the owner's epoch; 0: none known */
 	const char	*owner;		/* the owner's advertised address, "-" */
 	const char	*state;		/* "ok", "down", "loading" or "off" */

@@ -10,6 +10,7 @@
  * log line or, for the crash signals, logged before semd dies of it.
  */
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -240,6 +241,31 @@ semd_add_signal(struct semd *d, int sig, event_callback_fn cb)
 }
 
 static void
+semd_noop_handler(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * 1 when this process may catch sig. valgrind, for one, keeps some
+ * real-time signals for itself and refuses a handler for them (EINVAL,
+ * while SIG_DFL is accepted): try one, then put the old one back.
+ */
+static int
+semd_signal_catchable(int sig)
+{
+	struct sigaction	sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = semd_noop_handler;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) != 0)
+		return (0);
+	sigaction(sig, &old, NULL);
+	return (1);
+}
+
+static void
 semd_signals(struct semd *d)
 {
 	size_t	i;
@@ -253,8 +279,14 @@ semd_signals(struct semd *d)
 	semd_add_signal(d, SIGUSR1, semd_usr1_cb);
 	for (i = 0; i < sizeof(semd_ignored) / sizeof(semd_ignored[0]); i++)
 		semd_add_signal(d, semd_ignored[i], semd_ignore_cb);
-	for (sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
-		semd_add_signal(d, sig, semd_ignore_cb);
+	/* Real-time signals that are not ours to catch are left alone. */
+	for (sig = SIGRTMIN; sig <= SIGRTMAX; sig++) {
+		if (semd_signal_catchable(sig))
+			semd_add_signal(d, sig, semd_ignore_cb);
+		else
+			log_debug("%s is reserved (valgrind?); not handled",
+			    semd_signame(sig));
+	}
 	semd_install_crash_handlers();
 }
 
@@ -392,6 +424,7 @@ main(int argc, char **argv)
 	struct event_config *ecfg;
 	size_t		 i;
 	int		 rc, started_fd = -1;
+	unsigned	 seed;
 
 	memset(&d, 0, sizeof(d));
 	d.pidfd = -1;
@@ -428,14 +461,31 @@ main(int argc, char **argv)
 	if ((ecfg = event_config_new()) == NULL)
 		fatalx("event_config_new");
 	event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-	if ((d.base = event_base_new_with_config(ecfg)) == NULL)
+	/*
+	 * Clients' work runs at the lowest priority and for at most
+	 * SERVER_CLIENT_PASS_US a pass before the loop polls again, so
+	 * that timers and Redis replies are never stuck behind it
+	 * (server.h).
+	 */
+	if (event_config_set_max_dispatch_interval(ecfg,
+	    &(struct timeval){ 0, SERVER_CLIENT_PASS_US }, -1,
+	    SERVER_PRIORITIES - 1) != 0)
+		fatalx("event_config_set_max_dispatch_interval");
+	if ((d.base = event_base_new_with_config(ecfg)) == NULL ||
+	    event_base_priority_init(d.base, SERVER_PRIORITIES) != 0)
 		fatalx("event_base_new");
 	event_config_free(ecfg);
 	semd_signals(&d);
 	log_info("semd %s starting (pid %ld, %s)", PACKAGE_VERSION,
 	    (long)getpid(), event_base_get_method(d.base));
-	/* Jitter for reconnection backoff: instances must not align. */
-	srandom((unsigned)getpid() ^ (unsigned)time(NULL));
+	/*
+	 * Jitter for reconnection backoff: instances must not align, so the
+	 * seed comes from the kernel (pid ^ time repeats across daemons
+	 * started together).
+	 */
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+	srandom(seed);
 	server_init(&d.srv, &d.cfg, d.base);
 	/* Listening: detach only now, so that a start-up error shows. */
 	if (started_fd >= 0)

@@ -34,7 +34,6 @@
 /* File descriptors kept for listeners, logs and the like. */
 #define SERVER_RESERVED_FDS	32
 /* How long to stop accepting after EMFILE, instead of spinning. */
-#define SERVER_ACCEPT_PAUSE_MS	100
 /* How often semaphores removed from the file are tried again. */
 #define SERVER_DOOMED_RETRY_MS	1000
 
@@ -44,42 +43,11 @@ static void
 server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int socklen, void *arg)
 {
-	(void)l;
-	conn_accept(arg, fd, sa, socklen);
-}
-
-static void
-server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
 	struct server	*srv = arg;
-	size_t		 i;
-
-	(void)fd;
-	(void)what;
-	for (i = 0; i < srv->nlisteners; i++)
-		evconnlistener_enable(srv->listeners[i]);
-}
-
-/* accept() failed: on fd exhaustion, pause every listener for a moment. */
-static void
-server_accept_error_cb(struct evconnlistener *l, void *arg)
-{
-	struct server	*srv = arg;
-	struct timeval	 tv = { 0, SERVER_ACCEPT_PAUSE_MS * 1000 };
-	int		 err = EVUTIL_SOCKET_ERROR();
-	size_t		 i;
 
 	(void)l;
-	if (err != EMFILE && err != ENFILE && err != ENOBUFS &&
-	    err != ENOMEM) {
-		log_warnx("accept: %s", evutil_socket_error_to_string(err));
-		return;
-	}
-	log_warnx("accept: %s; pausing for %d ms",
-	    evutil_socket_error_to_string(err), SERVER_ACCEPT_PAUSE_MS);
-	for (i = 0; i < srv->nlisteners; i++)
-		evconnlistener_disable(srv->listeners[i]);
-	evtimer_add(srv->accept_resume, &tv);
+	accept_guard_ok(&srv->guard);
+	conn_accept(srv, fd, sa, socklen);
 }
 
 static struct evconnlistener *
@@ -91,7 +59,7 @@ server_listen_sa(struct server *srv, struct sockaddr *sa, int salen)
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
 	    511, sa, salen);
 	if (l != NULL) {
-		evconnlistener_set_error_cb(l, server_accept_error_cb);
+		accept_guard_add(&srv->guard, l);
 		srv->listeners[srv->nlisteners++] = l;
 	}
 	return (l);
@@ -329,18 +297,21 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 		.standby = server_standby_cb,
 		.lost = server_lost_cb,
 	};
+	static const struct server_hooks conn_hooks = {
+		.dispatch = cmd_dispatch,
+		.closing = cmd_watch_drop,
+	};
 	memset(srv, 0, sizeof(*srv));
+	srv->hooks = &conn_hooks;
 	srv->cfg = cfg;
 	srv->base = base;
-	srv->start_ms = timers_now_ms();
 	srv->timers = timers_new(base, &srv->clock);
+	srv->start_ms = clock_now(&srv->clock);
 	srv->engine = engine_new(&srv->clock, server_engine_event, srv,
 	    (uint32_t)cfg->max_semaphores);
 	srv->persist = persist_new(cfg, base, &srv->clock, srv->engine,
 	    &store_redis_ops, cmd_persisted, srv);
-	srv->accept_resume = evtimer_new(base, server_accept_resume_cb, srv);
-	if (srv->accept_resume == NULL)
-		fatalx("evtimer_new");
+	accept_guard_init(&srv->guard, base);
 	srv->doomed_ev = evtimer_new(base, server_doomed_cb, srv);
 	if (srv->doomed_ev == NULL)
 		fatalx("evtimer_new");
@@ -359,29 +330,16 @@ server_init(struct server *srv, struct config *cfg, struct event_base *base)
 /*
  * Tell every client waiting in an ACQUIRE that it will not be granted,
  * and write it at once, with the replies before it: the connections are
- * closed right after. (A bufferevent's output cannot be drained from
- * outside, so the bytes are written to the socket directly.)
+ * closed right after.
  */
 static void
 server_tell_waiter(struct conn *c, void *arg)
 {
-	struct evbuffer	*out;
-	unsigned char	*p;
-	size_t		 len;
-	ssize_t		 n;
-
 	(void)arg;
 	if (c->owner == NULL || c->owner->waiters == NULL)
 		return;
 	conn_reply_err(c, PERR_UNAVAILABLE, "shutting down");
-	out = bufferevent_get_output(c->bev);
-	len = evbuffer_get_length(out);
-	if ((p = evbuffer_pullup(out, -1)) == NULL)
-		return;
-	while (len > 0 && (n = write(bufferevent_getfd(c->bev), p, len)) > 0) {
-		p += n;
-		len -= (size_t)n;
-	}
+	conn_flush_now(c);
 }
 
 static void
@@ -415,7 +373,7 @@ server_shutdown(struct server *srv)
 	conn_service_stop(srv);
 	engine_free(srv->engine);
 	timers_free(srv->timers);
-	event_free(srv->accept_resume);
+	accept_guard_free(&srv->guard);
 	event_free(srv->doomed_ev);
 	for (i = 0; i < srv->ndoomed; i++)
 		free(srv->doomed[i]);

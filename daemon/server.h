@@ -11,17 +11,32 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "accept-guard.h"
+#include "cmd.h"
 #include "config.h"
 #include "engine.h"
+#include "log.h"
 #include "proto.h"
 
 struct conn;
 struct metrics;
 struct persist;
 struct timers;
-struct watch_set;
 
 #define SERVER_MAX_LISTENERS	(CONFIG_MAX_BIND + 1)
+
+/*
+ * The event loop's priorities. The daemon's own work (timers: leases,
+ * timeouts, the ownership lease; Redis; signals; accepting) runs at the
+ * default, SERVER_PRIORITIES / 2 = 1. What clients ask for (their
+ * requests, replies, metrics scrapes) runs at the lowest, 2, and the loop
+ * stops running it after SERVER_CLIENT_PASS_US in one pass to look at its
+ * sockets and timers again; each connection's turn is bounded too
+ * (CONN_TURN_US). So no client work delays a timer or a Redis reply by
+ * more than about SERVER_CLIENT_PASS_US + CONN_TURN_US + one command.
+ */
+#define SERVER_PRIORITIES	3
+#define SERVER_CLIENT_PASS_US	2000
 
 struct server_stats {
 	uint64_t	connections_total;
@@ -33,7 +48,21 @@ struct server_stats {
 };
 
 struct conn;
-TAILQ_HEAD(conn_queue, conn);
+struct conn_table;
+struct watch_set;
+struct proto_request;
+
+/*
+ * What conn.c calls back, set by server_init (and by the unit tests), so
+ * that conn.c calls no command code directly: the commands call conn.c.
+ */
+struct server_hooks {
+	/* Run a parsed request (cmd_dispatch). */
+	enum cmd_result	(*dispatch)(struct conn *c,
+			    const struct proto_request *req);
+	/* c is closing: drop what it waits on (cmd_watch_drop). */
+	void		(*closing)(struct conn *c);
+};
 
 struct server {
 	struct config		*cfg;
@@ -46,14 +75,10 @@ struct server {
 	struct evconnlistener	*listeners[SERVER_MAX_LISTENERS];
 	size_t			 nlisteners;
 	int			 unix_bound;	/* ours to unlink at exit */
-	struct event		*accept_resume;	/* after EMFILE */
-	struct event		*sweep_ev;	/* conn.c's time limits */
-	struct event		*flush_ev;	/* conn.c's end-of-turn writes */
-	struct conn_queue	 flushq;	/* ...of these connections */
-	struct conn		*conns;		/* by id (uthash) */
-	uint32_t		 nconns;
-	uint64_t		 next_conn_id;
-	struct watch_set	*watches;	/* WATCHes by token (cmd-watch.c) */
+	struct accept_guard	 guard;		/* the listeners' EMFILE pause */
+	struct conn_table	*conns;		/* conn.c's, every connection */
+	struct watch_set	*watches;	/* cmd-watch.c's, by token */
+	const struct server_hooks *hooks;	/* what conn.c calls back */
 	uint64_t		 start_ms;
 	struct server_stats	 stats;
 	int			 loaded;	/* the engine holds the state */
@@ -83,5 +108,4 @@ void	server_shutdown(struct server *srv);
  * next is left with the old values, for config_free.
  */
 void	server_reload(struct server *srv, struct config *next);
-
 #endif /* SEMD_SERVER_H */

@@ -16,13 +16,22 @@
 #define SEMD_STORE_SCRIPTS_H
 
 /*
+ * The word a write script adds to its list of repaired keys when Redis had
+ * lost the claim (no key of semd's contains a newline).
+ */
+#define STORE_RESTORED_WORD	"semd\nrestored"
+
+/*
  * The fence, shared by the write and renew scripts: KEYS owner, epoch;
  * ARGV fence ("EPOCH ID "), value, lease ms. An owner key that is absent
  * while the epoch counter is below ours means Redis lost its data
  * (flushed, restarted empty): nobody took over, so the claim is put back
- * and the caller, seeing the token bound gone too, rewrites everything.
+ * and the script says so (restored), so that the caller rewrites
+ * everything: the token bound alone cannot tell, since the very batch
+ * that restores the claim may raise it again.
  */
 #define STORE_LUA_FENCE							\
+	"local restored = false\n"					\
 	"local cur = redis.pcall('GET', KEYS[1])\n"			\
 	"if cur == false then\n"						\
 	"  local mine = tonumber(string.match(ARGV[1], '^(%d+)'))\n"	\
@@ -30,6 +39,7 @@
 	"  if mine and last < mine then\n"				\
 	"    redis.call('SET', KEYS[2], mine)\n"			\
 	"    cur = ARGV[2]\n"						\
+	"    restored = true\n"					\
 	"  end\n"							\
 	"end\n"								\
 	"if type(cur) ~= 'string' or "					\
@@ -84,7 +94,8 @@
  * Write: KEYS owner, epoch; ARGV fence, value, lease ms, then commands, each as
  * its word count and its words. A key of semd's with the wrong type (a
  * foreign key under the prefix) is replaced: semd's keys are its copy of
- * memory. Answers the list of keys replaced; any other error aborts.
+ * memory. Answers the list of keys replaced, and STORE_RESTORED after
+ * them when the fence put the claim back; any other error aborts.
  *
  * A lease's end is written on Redis's clock, not semd's: a grant's value
  * says "deadline_ms=+T" (T ms left) and the script turns it into Redis's
@@ -123,16 +134,18 @@
 	"  end\n"							\
 	"  i = i + n + 1\n"						\
 	"end\n"								\
+	"if restored then repaired[#repaired + 1] = 'semd\\nrestored' end\n" \
 	"return repaired\n"
 
 /*
  * Renew (the heartbeat): KEYS owner, epoch, tokens; ARGV fence, value,
  * lease ms.
  * Answers the token bound ("0" when absent, "wrongtype" when P tokens is
- * not a string).
+ * not a string, "restored" when the fence put the claim back).
  */
 #define STORE_LUA_RENEW							\
 	STORE_LUA_FENCE							\
+	"if restored then return 'restored' end\n"			\
 	"local t = redis.pcall('GET', KEYS[3])\n"			\
 	"if type(t) == 'table' then return 'wrongtype' end\n"		\
 	"return t or '0'\n"

@@ -4,7 +4,7 @@
  * The store knows the data model (README "Persistence") and the wire, and
  * nothing of semd's rules: persist.c decides what to write and when, and
  * hands the store batches of changes, each written as one fenced script
- * call (EVALSHA), which Redis runs whole (atomically).
+ * call (EVALSHA), which Redis runs whole or not at all.
  *
  * Start-up reads everything with a blocking connection (store_load); after
  * that one asynchronous connection on semd's own event loop carries the
@@ -149,7 +149,7 @@ struct store_loader {
 /*
  * The store, as persist.c sees it: a table of functions, so that the unit
  * tests can drive the persistence policy with a fake (tests/test_persist.c)
- * and the daemon with Redis (store-redis.c).
+ * and the daemon with Redis (store-redis.c and the store-*.c it uses).
  */
 struct store_ops {
 	struct store	*(*create)(const struct config *cfg,

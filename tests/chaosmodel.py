@@ -412,3 +412,43 @@ class Monitor(threading.Thread):
             for c in conns:
                 if c is not None:
                     c.close()
+
+
+# --------------------------------------------------------------------------
+# The chaos clients' requests (test_chaos.py, test_failover_chaos.py)
+# --------------------------------------------------------------------------
+
+def random_acquire(rng, sems):
+    """One random request of a chaos client, drawn from rng in a fixed
+    order (so a seed replays): (sem, n, lease_ms or None, the line)."""
+    sem = rng.choice(sorted(sems))
+    n = rng.choice((1, 1, 2))
+    lease_ms = rng.randint(300, 1500) if rng.random() < 0.4 else None
+    line = "ACQUIRE %s %d TIMEOUT %d" % (sem, n, rng.randint(50, 2000))
+    if lease_ms is not None:
+        line += " LEASE %d" % lease_ms
+    return sem, n, lease_ms, line
+
+
+def refusal_label(rep):
+    """How a chaos client counts a reply that is not `OK <token>`."""
+    return rep.split()[0] if rep.startswith("TIMEOUT") else \
+        " ".join(rep.split()[:2])
+
+
+def chaos_acquire(client, line, lost_label):
+    """Send a chaos client's ACQUIRE (client.req, client.count) and count
+    what came back: (token, send time, reply time) when granted, else
+    None (refusals back off a little after an ERR)."""
+    rep, t_sent, t_rep = client.req(line, 10)
+    if rep is None:
+        client.count(lost_label)
+        return None
+    m = re.fullmatch(r"OK ([0-9]+)", rep)
+    if not m:
+        client.count(refusal_label(rep))
+        if rep.startswith("ERR"):
+            time.sleep(0.05)
+        return None
+    client.count("grants")
+    return int(m.group(1)), t_sent, t_rep

@@ -138,16 +138,6 @@ class Resp:
 # A private redis-server
 # --------------------------------------------------------------------------
 
-def free_port():
-    """A free TCP port on 127.0.0.1 (bind to port 0, read it, close)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
-
-
 def require_redis(report=False):
     """A failing check (not a skip) when redis-server is missing; with
     report, an "ok" line when it is there."""
@@ -167,6 +157,7 @@ class Redis:
     def __init__(self, port=None, appendonly=True, fsync="always",
                  extra=(), timeout=15.0):
         require_redis()
+        self.own_port = port is None    # ours to change if it is taken
         self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix="redistest.")
         self.appendonly = appendonly
@@ -201,6 +192,12 @@ class Redis:
             _redis_live.append(self)
         deadline = time.monotonic() + timeout
         while True:
+            if self.proc.poll() is not None and self.own_port and \
+                    "Address already in use" in self.log_text() and \
+                    self.generation < 5:
+                # The free port was taken meanwhile: another one.
+                self.port = free_port()
+                return self.start(timeout)
             if self.proc.poll() is not None:
                 raise RuntimeError("redis-server exited with status %s at "
                                    "start-up; log:\n%s" %

@@ -17,6 +17,11 @@ Daemons are always stopped by PID (context manager, run(), atexit and a
 watchdog alarm); after a daemon stops, its exit status (0 after SIGTERM or
 SIGINT) and its log (no AddressSanitizer / LeakSanitizer / UBSan report)
 are checked too.
+
+SEMD_ADDR=host:port runs a test against a semd started by hand (under a
+debugger, say) instead of starting one: start_semd() then returns an
+ExternalSemd that only connects (tests that restart or signal the daemon,
+or start several, need their own).
 """
 
 import atexit
@@ -164,6 +169,18 @@ def expect_token(c, req, desc=None):
     """Send req; the reply must be `OK <token>`. Returns the token or 0."""
     got = c.cmd(req)
     return is_token(got, desc or "%s -> OK <token>" % show(req)) or 0
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1 (bind to port 0, read it, close). It
+    may be taken again before it is used: servers started on it retry
+    with another one (redistest.Redis)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
 
 
 class Skip(Exception):
@@ -359,9 +376,57 @@ def _tail(text, n=30):
     return "\n".join("#   " + ln for ln in lines)
 
 
+class ExternalSemd:
+    """A semd started by hand (under gdb, valgrind, rr), named by
+    SEMD_ADDR=host:port, as memcached's T_MEMD_USE_DAEMON: the test talks
+    to it and never starts, stops or signals it. Start it with the
+    arguments the test would use (a note says which)."""
+
+    def __init__(self, addr, args):
+        host, _, port = addr.rpartition(":")
+        self.host = host or "127.0.0.1"
+        self.port = int(port)
+        self.pid = None
+        self.status = None
+        self.conns = []
+        self.listeners = [("%s:%d" % (self.host, self.port))]
+        note("SEMD_ADDR=%s: using the semd there; the test would have "
+             "started: semd %s" % (addr, " ".join(args)))
+
+    def alive(self):
+        return True
+
+    def log_text(self):
+        return ""
+
+    def rss_kb(self):
+        return None
+
+    def connect(self, **kw):
+        c = connect(self.port, host=self.host, **kw)
+        self.conns.append(c)
+        return c
+
+    def stop(self, sig=signal.SIGTERM, quiet=False):
+        for c in self.conns:
+            c.close()
+        self.conns = []
+        return 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
 def start_semd(*args, env=None, **kw):
     """Start `$SEMD_BIN --bind 127.0.0.1 --port 0 ARGS...` and wait until it
-    has logged `listening on 127.0.0.1:PORT` and `ready`."""
+    has logged `listening on 127.0.0.1:PORT` and `ready`; with SEMD_ADDR
+    set, use the semd there instead (ExternalSemd)."""
+    if os.environ.get("SEMD_ADDR"):
+        return ExternalSemd(os.environ["SEMD_ADDR"], args)
     return Semd(args, env=env, **kw)
 
 

@@ -6,8 +6,9 @@
  * sync on a tiny fake store that the test acknowledges), attaches one or
  * more connections to one end of a bufferevent pair and plays the client
  * on the other end: framing at and over max-line, lines split across
- * reads, the per-turn line budget, CR handling, EOF while waiting on the
- * engine or the store, max-output, the time limits. Between them the tests
+ * reads, the per-turn line and time budgets, CR handling, EOF while
+ * waiting on the engine or the store, max-output and max-output-total, the
+ * time limits. Between them the tests
  * take every transition of conn.c's state table, so removing one makes
  * conn_set_state() fail a test.
  */
@@ -28,170 +29,17 @@
 #include "config.h"
 #include "conn.h"
 #include "engine.h"
+#include "engine_fake.h"
 #include "log.h"
 #include "persist.h"
 #include "server.h"
 #include "store.h"
-#include "timers.h"
-
-/* --- a store that acknowledges what the test says --- */
+#include "store_fake.h"
 
 static struct config		 cfg;
 
-static struct {
-	const struct store_events	*ev;
-	void				*ctx;
-	int				 in_flight;	/* batches sent */
-} fake;
-
-static struct store *
-fake_create(const struct config *config, struct event_base *base,
-    const struct store_events *events, void *ctx)
-{
-	(void)config;
-	(void)base;
-	fake.ev = events;
-	fake.ctx = ctx;
-	fake.in_flight = 0;
-	return ((struct store *)&fake);
-}
-
-static void
-fake_destroy(struct store *st)
-{
-	(void)st;
-}
-
-static void
-fake_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only, uint64_t least_epoch)
-{
-	struct store_owner	own;
-
-	(void)st;
-	(void)resume_epoch;
-	(void)resume_only;
-	(void)least_epoch;
-	memset(&own, 0, sizeof(own));
-	own.ours = 1;
-	own.epoch = 1;
-	own.sent_ms = timers_now_ms();
-	snprintf(own.addr, sizeof(own.addr), "%s", addr);
-	fake.ev->claimed(fake.ctx, &own, NULL);
-}
-
-static void
-fake_advertise(struct store *st, const char *addr)
-{
-	(void)st;
-	(void)addr;
-}
-
-static int
-fake_load(struct store *st, const struct store_loader *ld, void *ctx,
-    uint64_t reserve, uint64_t *tokens, int *repair, char *err,
-    size_t errlen)
-{
-	(void)st;
-	(void)repair;
-	(void)ld;
-	(void)ctx;
-	(void)reserve;
-	(void)err;
-	(void)errlen;
-	*tokens = 0;
-	return (0);
-}
-
-static int
-fake_write_blocking(struct store *st, const struct store_change *ch,
-    size_t n)
-{
-	(void)st;
-	(void)ch;
-	(void)n;
-	return (0);
-}
-
-static void
-fake_connect(struct store *st)
-{
-	(void)st;
-	/* A token bound above what persist wrote: Redis lost nothing. */
-	fake.ev->ready(fake.ctx, UINT64_MAX / 2, NULL, 0);
-}
-
-static void
-fake_disconnect(struct store *st)
-{
-	(void)st;
-}
-
-static int
-fake_can_submit(struct store *st)
-{
-	(void)st;
-	return (fake.in_flight < cfg.persistence_pipeline);
-}
-
-static void
-fake_submit(struct store *st, const struct store_change *ch, size_t n)
-{
-	(void)st;
-	(void)ch;
-	(void)n;
-	fake.in_flight++;
-}
-
-static void
-fake_reconnect(struct store *st, const char *why)
-{
-	(void)st;
-	(void)why;
-}
-
-static const char *
-fake_name(struct store *st)
-{
-	(void)st;
-	return ("fake");
-}
-
-static const struct store_ops fake_ops = {
-	.create = fake_create,
-	.destroy = fake_destroy,
-	.claim = fake_claim,
-	.advertise = fake_advertise,
-	.load = fake_load,
-	.write_blocking = fake_write_blocking,
-	.connect = fake_connect,
-	.disconnect = fake_disconnect,
-	.can_submit = fake_can_submit,
-	.submit = fake_submit,
-	.reconnect = fake_reconnect,
-	.durability = fake_name,
-	.dataset = fake_name,
-	.address = fake_name,
-};
-
-/* Acknowledge the oldest batch in flight. */
-static void
-fake_ack(void)
-{
-	ck_assert_int_ge(fake.in_flight, 1);
-	fake.in_flight--;
-	fake.ev->renewed(fake.ctx, timers_now_ms());
-	fake.ev->batch_done(fake.ctx, STORE_ACKED);
-}
-
-/* The connection fails: every batch in flight fails, in order. */
-static void
-fake_fail(void)
-{
-	for (; fake.in_flight > 0; fake.in_flight--)
-		fake.ev->batch_done(fake.ctx, STORE_UNKNOWN);
-	fake.ev->lost(fake.ctx, "test: connection lost");
-}
+/* Batches sent and not yet answered (store_fake.h). */
+#define IN_FLIGHT()	((int)(fake.nbatches - fake.nacked))
 
 /* --- a server without listeners --- */
 
@@ -224,6 +72,32 @@ engine_event(void *ctx, const struct engine_event *ev)
 	cmd_engine_event(ctx, ev);
 }
 
+/*
+ * Run for ms milliseconds of the fake clock (engine_fake.h), a millisecond
+ * at a time, running the loop without blocking in between: what the
+ * connections, the bufferevent pairs and persist do "at once" happens,
+ * and conn.c's sweep and the engine's timers fire as the clock passes
+ * them. At least one turn.
+ */
+static void
+spin(int ms)
+{
+	uint64_t	end = fake_now + (uint64_t)ms;
+	int		i;
+
+	do {
+		for (i = 0; i < 3; i++)
+			event_base_loop(base, EVLOOP_NONBLOCK);
+		fake_advance(1);
+	} while (fake_now < end);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+static const struct server_hooks conn_hooks = {
+	.dispatch = cmd_dispatch,
+	.closing = cmd_watch_drop,
+};
+
 /* A server from "--directive value" words (NULL-terminated). */
 static void
 server_up(const char *first, ...)
@@ -245,11 +119,24 @@ server_up(const char *first, ...)
 	ck_assert_int_eq(config_load(&cfg, argc, argv, &action, err,
 	    sizeof(err)), 0);
 	base = event_base_new();
+	/*
+	 * The store: a claim that is ours at once, ready on the next turn,
+	 * persistence-pipeline batches in flight.
+	 */
+	fake_free_batches();
+	memset(&fake, 0, sizeof(fake));
+	fake.claim_answer = CLAIM_OURS;
+	fake.claim_epoch = 1;
+	fake.claim_inline = 1;
+	fake.auto_ready = 1;
+	fake.depth = (unsigned)cfg.persistence_pipeline;
 	memset(&srv, 0, sizeof(srv));
 	srv.cfg = &cfg;
 	srv.base = base;
-	srv.start_ms = timers_now_ms();
-	srv.timers = timers_new(base, &srv.clock);
+	srv.hooks = &conn_hooks;
+	fake_reset(1000000);
+	srv.clock = fake_clock;
+	srv.start_ms = fake_now;
 	srv.engine = engine_new(&srv.clock, engine_event, &srv, 0);
 	srv.persist = persist_new(&cfg, base, &srv.clock, srv.engine, &fake_ops,
 	    cmd_persisted, &srv);
@@ -258,14 +145,13 @@ server_up(const char *first, ...)
 	/* Let the claim (a timer, due at once) and the fake store's ready
 	 * happen, and acknowledge the start-up batch (the config's
 	 * semaphores). */
-	end = timers_now_ms() + 2000;
+	end = fake_now + 2000;
 	do
-		event_base_loop(base, EVLOOP_ONCE);
-	while (persist_role(srv.persist) == ROLE_STANDBY &&
-	    timers_now_ms() < end);
+		spin(1);
+	while (persist_role(srv.persist) == ROLE_STANDBY && fake_now < end);
 	event_base_loop(base, EVLOOP_NONBLOCK);
-	if (fake.in_flight) {
-		fake_ack();
+	if (IN_FLIGHT()) {
+		fake_ack(1);
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	}
 }
@@ -278,7 +164,8 @@ server_down(void)
 	conn_free_all(&srv);
 	conn_service_stop(&srv);
 	engine_free(srv.engine);
-	timers_free(srv.timers);
+	fake_free_batches();
+	fake_reset(0);
 	event_base_free(base);
 	config_free(&cfg);
 }
@@ -356,18 +243,7 @@ client_send(struct client *cl, const char *text)
 	bufferevent_write(cl->bev, text, strlen(text));
 }
 
-/* Run the loop for about ms milliseconds (at least one turn). */
-static void
-spin(int ms)
-{
-	uint64_t	end = timers_now_ms() + (uint64_t)ms;
-	struct timeval	tv = { 0, 10000 };
 
-	do {
-		event_base_loopexit(base, &tv);
-		event_base_loop(base, 0);
-	} while (timers_now_ms() < end);
-}
 
 /* The next reply line, without CRLF, into buf; 0 when none yet. */
 static int
@@ -389,10 +265,10 @@ static void
 expect_line(struct client *cl, const char *want)
 {
 	char		buf[512];
-	uint64_t	end = timers_now_ms() + 2000;
+	uint64_t	end = fake_now + 2000;
 
 	while (!client_line(cl, buf, sizeof(buf))) {
-		ck_assert_msg(timers_now_ms() < end, "no reply, wanted '%s'",
+		ck_assert_msg(fake_now < end, "no reply, wanted '%s'",
 		    want);
 		spin(1);
 	}
@@ -426,10 +302,10 @@ conn_of(struct client *cl)
 static void
 expect_gone(struct client *cl)
 {
-	uint64_t	end = timers_now_ms() + 2000;
+	uint64_t	end = fake_now + 2000;
 
 	while (conn_of(cl) != NULL) {
-		ck_assert_msg(timers_now_ms() < end, "connection %llu still "
+		ck_assert_msg(fake_now < end, "connection %llu still "
 		    "open (state %s)", (unsigned long long)cl->id,
 		    conn_of(cl) != NULL ?
 		    conn_state_name(conn_of(cl)->state) : "gone");
@@ -600,6 +476,73 @@ START_TEST(test_line_budget)
 }
 END_TEST
 
+/* How many times text occurs in what the client has received. */
+static int
+client_count(struct client *cl, const char *text)
+{
+	struct evbuffer		*in = bufferevent_get_input(cl->bev);
+	struct evbuffer_ptr	 p;
+	int			 n = 0;
+
+	evbuffer_ptr_set(in, &p, 0, EVBUFFER_PTR_SET);
+	for (;;) {
+		p = evbuffer_search(in, text, strlen(text), &p);
+		if (p.pos < 0)
+			return (n);
+		n++;
+		evbuffer_ptr_set(in, &p, 1, EVBUFFER_PTR_ADD);
+	}
+}
+
+static struct client	*slow_busy;
+static int		 slow_seen = -1;
+
+/* The quiet client's reply: how many listings had the busy one got? */
+static void
+slow_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	(void)arg;
+	if (slow_seen < 0)
+		slow_seen = client_count(slow_busy, "OK 5000\r\n");
+}
+
+START_TEST(test_turn_time_budget)
+{
+	struct client	busy, quiet;
+	char		name[64];
+	int		i;
+
+	/* Room for every listing: only the turn's time budget stops it. */
+	server_up("--max-output", "1gb", "--max-output-total", "2gb", NULL);
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "semaphore-%04d", i);
+		engine_create(srv.engine, name, strlen(name), 1, NULL);
+	}
+	client_new(&busy);
+	client_new(&quiet);
+	bufferevent_setcb(quiet.bev, slow_read_cb, NULL, client_event_cb,
+	    &quiet);
+	slow_busy = &busy;
+	for (i = 0; i < CONN_LINES_PER_TURN; i++)
+		client_send(&busy, "LIST\n");
+	client_send(&quiet, "PING\n");
+	spin(100);
+	while (client_count(&busy, "OK 5000\r\n") < CONN_LINES_PER_TURN)
+		spin(10);
+	/*
+	 * A listing of 5000 semaphores takes far more than CONN_TURN_US / 8:
+	 * the busy client's turn ends after a few of its 64 lines, and the
+	 * quiet one is answered long before the last.
+	 */
+	ck_assert_int_ge(slow_seen, 0);
+	ck_assert_int_le(slow_seen, 2 * 8);
+	client_free(&busy);
+	client_free(&quiet);
+	server_down();
+}
+END_TEST
+
 /* --- waiting, and EOF while waiting --- */
 
 START_TEST(test_eof_while_waiting_on_engine)
@@ -661,7 +604,7 @@ START_TEST(test_wait_store)
 	spin(10);
 	ck_assert_int_eq(conn_of(&a)->state, CONN_WAIT_STORE);
 	ck_assert_int_eq(lines_pending(&a), 0);
-	fake_ack();				/* WAIT_STORE -> READY */
+	fake_ack(1);				/* WAIT_STORE -> READY */
 	expect_line(&a, "OK 1");
 	expect_line(&a, "OK PONG");
 	client_free(&a);
@@ -678,7 +621,7 @@ START_TEST(test_wait_engine_then_store)
 	client_new(&b);
 	client_send(&a, "ACQUIRE s\n");
 	spin(10);
-	fake_ack();
+	fake_ack(1);
 	expect_line(&a, "OK 1");
 	client_send(&b, "ACQUIRE s\n");
 	spin(10);
@@ -688,7 +631,7 @@ START_TEST(test_wait_engine_then_store)
 	spin(10);
 	/* Granted to b, being written: WAIT_ENGINE -> WAIT_STORE. */
 	ck_assert_int_eq(conn_of(&b)->state, CONN_WAIT_STORE);
-	fake_ack();
+	fake_ack(1);
 	expect_line(&b, "OK 2");
 	client_free(&a);
 	client_free(&b);
@@ -710,7 +653,7 @@ START_TEST(test_eof_while_waiting_on_store)
 	bufferevent_flush(a.bev, EV_WRITE, BEV_FINISHED);
 	spin(10);
 	ck_assert_ptr_nonnull(conn_of(&a));
-	fake_ack();
+	fake_ack(1);
 	expect_line(&a, "OK 1");
 	expect_gone(&a);			/* then it closes */
 	engine_get_stats(srv.engine, &st);
@@ -735,7 +678,7 @@ START_TEST(test_killed_while_waiting_on_store)
 	client_send(&k, req);			/* WAIT_STORE -> DEAD */
 	expect_line(&k, "OK");
 	expect_gone(&a);
-	fake_ack();				/* nobody left to answer */
+	fake_ack(1);				/* nobody left to answer */
 	client_free(&a);
 	client_free(&k);
 	server_down();
@@ -835,9 +778,9 @@ START_TEST(test_socket_full)
 	    0);
 	ck_assert_int_eq(conn_waits_to_write(c), 1);
 	bufferevent_enable(a.bev, EV_READ);
-	end = timers_now_ms() + 3000;
+	end = fake_now + 3000;
 	while (n < 1 + 2000 + 1) {
-		ck_assert_msg(timers_now_ms() < end, "%d lines of 2002", n);
+		ck_assert_msg(fake_now < end, "%d lines of 2002", n);
 		spin(5);
 		while (client_line(&a, buf, sizeof(buf)))
 			n++;
@@ -867,13 +810,13 @@ START_TEST(test_pipelined_batches)
 	client_send(&b, "ACQUIRE s\n");
 	spin(10);
 	/* b's grant did not wait for a's batch to land. */
-	ck_assert_int_eq(fake.in_flight, 2);
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 2);
+	fake_ack(1);
 	expect_line(&a, "OK 1");
 	spin(10);
 	ck_assert_int_eq(conn_of(&b)->state, CONN_WAIT_STORE);
 	ck_assert_int_eq(lines_pending(&b), 0);
-	fake_ack();
+	fake_ack(1);
 	expect_line(&b, "OK 2");
 	client_free(&a);
 	client_free(&b);
@@ -893,12 +836,12 @@ START_TEST(test_pipeline_depth)
 		client_send(&c[i], "ACQUIRE s\n");
 		spin(10);
 	}
-	ck_assert_int_eq(fake.in_flight, 2);	/* the third waits */
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 2);	/* the third waits */
+	fake_ack(1);
 	spin(10);
-	ck_assert_int_eq(fake.in_flight, 2);	/* now it goes */
-	fake_ack();
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 2);	/* now it goes */
+	fake_ack(1);
+	fake_ack(1);
 	expect_line(&c[0], "OK 1");
 	expect_line(&c[1], "OK 2");
 	expect_line(&c[2], "OK 3");
@@ -922,9 +865,9 @@ START_TEST(test_pipeline_failure)
 	spin(10);
 	client_send(&b, "ACQUIRE s\n");
 	spin(10);
-	ck_assert_int_eq(fake.in_flight, 2);
+	ck_assert_int_eq(IN_FLIGHT(), 2);
 	/* The first fails: the second, in flight behind it, fails too. */
-	fake_fail();
+	fake_fail("test: connection lost");
 	spin(10);
 	ck_assert(client_line(&a, buf, sizeof(buf)));
 	ck_assert_msg(strncmp(buf, "ERR UNAVAILABLE", 15) == 0, "%s", buf);
@@ -933,13 +876,14 @@ START_TEST(test_pipeline_failure)
 	engine_get_stats(srv.engine, &st);
 	ck_assert_uint_eq(st.grants, 0);	/* both undone */
 	/* Back: what the failed batches carried is written again. */
-	fake.ev->ready(fake.ctx, UINT64_MAX / 2, NULL, 0);
+	fake.ready = 0;
+	fake_ready();
 	spin(10);
-	ck_assert_int_eq(fake.in_flight, 1);
-	fake_ack();
+	ck_assert_int_eq(IN_FLIGHT(), 1);
+	fake_ack(1);
 	client_send(&a, "ACQUIRE s\n");
 	spin(10);
-	fake_ack();
+	fake_ack(1);
 	spin(1);	/* the reply is written at the end of a turn */
 	ck_assert(client_line(&a, buf, sizeof(buf)));
 	ck_assert_msg(strncmp(buf, "OK ", 3) == 0, "%s", buf);
@@ -1009,6 +953,63 @@ START_TEST(test_max_output_nonreader)
 	spin(2500);
 	ck_assert_ptr_null(conn_of(&a));
 	client_free(&a);
+	server_down();
+}
+END_TEST
+
+static void
+add_output(struct conn *c, void *arg)
+{
+	*(size_t *)arg += evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+/* The unread replies of every connection, as conn.c counts them. */
+static size_t
+output_of_all(void)
+{
+	size_t	n = 0;
+
+	conn_foreach(&srv, add_output, &n);
+	return (n);
+}
+
+START_TEST(test_max_output_total)
+{
+	struct client	big, small, reader;
+	char		name[64];
+	int		i;
+
+	server_up("--max-output", "1mb", "--max-output-total", "64kb",
+	    NULL);
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "sem-with-a-long-name-%03d", i);
+		engine_create(srv.engine, name, strlen(name), 1, NULL);
+	}
+	client_new(&big);
+	client_new(&small);
+	client_new(&reader);
+	bufferevent_disable(big.bev, EV_READ);	/* they read nothing */
+	bufferevent_disable(small.bev, EV_READ);
+	client_send(&small, "LIST\n");		/* ~9 KB */
+	spin(20);
+	ck_assert_uint_eq(conn_output_bytes(&srv), output_of_all());
+	ck_assert_uint_gt(conn_output_bytes(&srv), 4096);
+	for (i = 0; i < 20; i++)		/* ~180 KB */
+		client_send(&big, "LIST\n");
+	spin(50);
+	/* The one with the most unread replies is closed; no one else. */
+	expect_gone(&big);
+	ck_assert_ptr_nonnull(conn_of(&small));
+	ck_assert_uint_eq(conn_output_bytes(&srv), output_of_all());
+	ck_assert_uint_le(conn_output_bytes(&srv), 64 * 1024);
+	client_send(&reader, "PING\n");
+	expect_line(&reader, "OK PONG");
+	client_free(&big);
+	client_free(&small);
+	client_free(&reader);
+	spin(20);
+	/* (small's connection still tries to flush its replies.) */
+	ck_assert_uint_eq(conn_output_bytes(&srv), output_of_all());
 	server_down();
 }
 END_TEST
@@ -1096,6 +1097,7 @@ conn_suite(void)
 	tcase_add_test(tc, test_split_lines);
 	tcase_add_test(tc, test_cr_handling);
 	tcase_add_test(tc, test_line_budget);
+	tcase_add_test(tc, test_turn_time_budget);
 	tcase_add_test(tc, test_eof_while_waiting_on_engine);
 	tcase_add_test(tc, test_granted_after_wait);
 	tcase_add_test(tc, test_wait_store);
@@ -1111,6 +1113,7 @@ conn_suite(void)
 	tcase_add_test(tc, test_pipeline_failure);
 	tcase_add_test(tc, test_max_output_reader);
 	tcase_add_test(tc, test_max_output_nonreader);
+	tcase_add_test(tc, test_max_output_total);
 	tcase_add_test(tc, test_line_timeout);
 	tcase_add_test(tc, test_idle_timeout);
 	tcase_add_test(tc, test_auth_timeout);

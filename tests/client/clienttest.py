@@ -22,6 +22,7 @@ sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from semdtest import *  # noqa: E402,F401,F403
 import semdtest  # noqa: E402
+import redistest  # noqa: E402
 
 _BUILD = os.path.dirname(os.path.dirname(semdtest.SEMD_BIN))
 SEMD_CLI = os.environ.get("SEMD_CLI") or os.path.join(
@@ -30,14 +31,6 @@ SEMC_API = os.environ.get("SEMC_API") or os.path.join(
     _BUILD, "tests", "client", "semc_api")
 SEMC_GUARD = os.environ.get("SEMC_GUARD") or os.path.join(
     _BUILD, "client", "examples", "guard")
-
-
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def no_sanitizer_report(text, what):
@@ -185,45 +178,13 @@ class Fake:
                     pass
 
 
-class Redis:
+class Redis(redistest.Redis):
     """A private redis-server on 127.0.0.1 and a free port, no disk
-    writes; stopped by PID (context manager, and at exit)."""
+    writes; stopped by PID (context manager, and at exit): redistest's,
+    the one Redis of the tests."""
 
     def __init__(self):
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(prefix="semdtest.redis.")
-        self.log = open(os.path.join(self.dir, "redis.log"), "wb")
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind",
-             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
-             self.dir], stdin=subprocess.DEVNULL, stdout=self.log,
-            stderr=subprocess.STDOUT)
-        atexit.register(self.stop)
-        if not wait_until(self._answers, 10):
-            self.stop()
-            raise StartError("redis-server did not answer on port %d"
-                             % self.port)
-
-    def _answers(self):
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), 1) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
+        super().__init__(appendonly=False)
 
 
 def semd_supports(directive):

@@ -22,6 +22,11 @@
  *	semc_api version		the version macros and semc_version()
  *	semc_api opts PORT		struct semc_opts's size, and lease_ms 0
  *					(a bound permit, never an expired one)
+ *	semc_api bound PORT		holds a bound permit of jobs and keeps
+ *					its bound (semc_bound_keep) as told on
+ *					stdin: "keep MS" keeps it MS ms or until
+ *					it is lost ("lost T" with T the
+ *					CLOCK_MONOTONIC ms), "reconnect", "quit"
  *
  * Host lists and failover (opts.hosts = LIST; "-" for none, so that
  * SEMD_HOSTS is read; failover_timeout_ms = MS, 0 for the default):
@@ -1112,6 +1117,82 @@ scenario_version(void)
 	    "%s", semc_version());
 }
 
+/* Keep the bound for ms (or until lost); say how it went. */
+static void
+bound_keep_for(struct semc *c, int64_t ms)
+{
+	struct pollfd	pfd;
+	int64_t		until = now_ms() + ms, next, left, margin;
+	enum semc_err	err;
+
+	for (;;) {
+		err = semc_bound_keep(c, &next);
+		if (err == SEMC_ERR_BOUND) {
+			printf("lost %lld\n", (long long)now_ms());
+			printf("# %s\n", semc_errmsg(c));
+			check(semc_bound_count(c) == 0, "after the loss the "
+			    "handle holds no bound permit");
+			check(semc_bound_left_ms(c, NULL) == -1, "and no "
+			    "bound applies");
+			return;
+		}
+		if (err != SEMC_OK) {
+			printf("keep %s %s\n", semc_errname(err),
+			    semc_errmsg(c));
+			return;
+		}
+		if (now_ms() >= until)
+			break;
+		if (next < 0 || next > until - now_ms())
+			next = until - now_ms();
+		pfd.fd = semc_fd(c);
+		pfd.events = POLLIN;
+		(void)poll(&pfd, 1, (int)next);
+	}
+	left = semc_bound_left_ms(c, &margin);
+	printf("kept left %lld margin %lld\n", (long long)left,
+	    (long long)margin);
+}
+
+static void
+scenario_bound(const char *port)
+{
+	struct semc		*c = handle(port, NULL, 0);
+	struct semc_permit	 p;
+	struct reported		 r = { 0, 0 };
+	char			 line[64];
+	uint64_t		 t;
+	int64_t			 left, margin;
+	enum semc_err		 err;
+
+	semc_set_lost_cb(c, lost_cb, &r);
+	check(semc_bound_left_ms(c, &margin) == -1 && margin == -1,
+	    "no bound before any permit is held");
+	if (!expect(c, semc_acquire(c, "jobs", 1, 1000, SEMC_BOUND, &t),
+	    SEMC_OK, "ACQUIRE jobs, bound"))
+		return;
+	left = semc_bound_left_ms(c, &margin);
+	printf("token %llu left %lld margin %lld\n", (unsigned long long)t,
+	    (long long)left, (long long)margin);
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin) != NULL) {
+		if (strncmp(line, "keep ", 5) == 0)
+			bound_keep_for(c, atoll(line + 5));
+		else if (strcmp(line, "reconnect\n") == 0) {
+			err = semc_reconnect(c);
+			printf("reconnect %s\n", semc_errname(err));
+		} else
+			break;
+		while (semc_next_lost(c, &p))
+			printf("lostpermit %s %llu\n", p.sem,
+			    (unsigned long long)p.token);
+		printf("callbacks %d bound %zu\n", r.calls,
+		    semc_bound_count(c));
+		fflush(stdout);
+	}
+	semc_free(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1151,6 +1232,8 @@ main(int argc, char **argv)
 		scenario_keeperwatch(argv[2]);
 	else if (argc >= 3 && strcmp(argv[1], "opts") == 0)
 		scenario_opts(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "bound") == 0)
+		scenario_bound(argv[2]);
 	else if (argc >= 2 && strcmp(argv[1], "version") == 0)
 		scenario_version();
 	else {

@@ -231,11 +231,13 @@ def test_role_name_info_keys():
     with start_semd("--semaphore", "jobs", "2") as d:
         p = d.port
         c = d.connect()
-        eq(cli(p, "role")[:2], (0, "role=single epoch=0 owner=-\n"),
-           "semd-cli role")
+        raw = c.cmd("ROLE")
+        eq(cli(p, "role")[:2], (0, raw[len("OK "):] + "\n"),
+           "semd-cli role: every key ROLE sends (%s)" % raw)
         rc, j = jcli(p, "role")
-        eq((rc, j), (0, {"role": "single", "epoch": 0, "owner": "-"}),
-           "semd-cli --json role")
+        ok(rc == 0 and j["role"] == "single" and j["epoch"] == 0 and
+           j["owner"] == "-" and len(j) == len(raw.split()) - 1,
+           "semd-cli --json role: every key, numbers as numbers", j)
         raw = c.cmd("INFO jobs")
         want = dict(w.split("=", 1) for w in raw.split()[1:])
         rc, out, err = cli(p, "info", "jobs")

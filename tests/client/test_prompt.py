@@ -3,8 +3,6 @@
 connection, so a bound permit lives until released or the prompt ends;
 history is saved, without AUTH lines."""
 import os
-import pty
-import select
 import subprocess
 import sys
 import tempfile
@@ -13,31 +11,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clienttest import *  # noqa: E402,F403
-
-
-class Term:
-    def __init__(self, argv, env):
-        self.master, slave = pty.openpty()
-        self.p = subprocess.Popen(argv, stdin=slave, stdout=slave,
-                                  stderr=slave, env=env, close_fds=True)
-        os.close(slave)
-        self.text = ""
-
-    def read_until(self, want, timeout=10):
-        deadline = time.monotonic() + timeout
-        while want not in self.text and time.monotonic() < deadline:
-            r, _, _ = select.select([self.master], [], [], 0.1)
-            if r:
-                try:
-                    self.text += os.read(self.master, 4096).decode(
-                        "utf-8", "replace")
-                except OSError:
-                    break
-        return want in self.text
-
-    def send(self, line):
-        self.text = ""
-        os.write(self.master, line.encode() + b"\r")
+from ptyterm import Term  # noqa: E402
 
 
 def test_prompt():

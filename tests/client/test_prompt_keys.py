@@ -4,78 +4,25 @@ as in a shell: Ctrl-C cancels a waiting acquire (the prompt and the
 permits it holds stay; semd forgets the waiter), Ctrl-C drops the line
 being typed and does not leave, Ctrl-D leaves; help; the history file is
 written after every line (SEMD_CLI_HISTFILE, /dev/null for none)."""
-import fcntl
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 import tempfile
-import termios
 import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clienttest import *  # noqa: E402,F403
+import ptyterm  # noqa: E402
 
 
-def _take_tty():
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-class Term:
+class Term(ptyterm.Term):
     """semd-cli on a pty that is its controlling terminal, so Ctrl-C
     (\\x03) reaches it as SIGINT from the terminal."""
 
     def __init__(self, argv, env):
-        self.master, slave = pty.openpty()
-        self.p = subprocess.Popen(argv, stdin=slave, stdout=slave,
-                                  stderr=slave, env=env, close_fds=True,
-                                  preexec_fn=_take_tty)
-        os.close(slave)
-        self.text = ""
-
-    def read_until(self, want, timeout=10):
-        deadline = time.monotonic() + timeout
-        while want not in self.text and time.monotonic() < deadline:
-            r, _, _ = select.select([self.master], [], [], 0.1)
-            if r:
-                try:
-                    self.text += os.read(self.master, 4096).decode(
-                        "utf-8", "replace")
-                except OSError:
-                    break
-        return want in self.text
-
-    def read_re(self, pattern, timeout=10):
-        """Wait for pattern in the output; its match, or None."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = re.search(pattern, self.text)
-            if m:
-                return m
-            r, _, _ = select.select([self.master], [], [], 0.1)
-            if r:
-                try:
-                    self.text += os.read(self.master, 4096).decode(
-                        "utf-8", "replace")
-                except OSError:
-                    break
-        return re.search(pattern, self.text)
-
-    def at_prompt(self, prompt, timeout=10):
-        """Wait until the output ends with the prompt: libedit reads."""
-        return self.read_re(re.escape(prompt) + r"$", timeout) is not None
-
-    def send(self, line):
-        self.text = ""
-        os.write(self.master, line.encode() + b"\r")
-
-    def key(self, data):
-        self.text = ""
-        os.write(self.master, data.encode())
+        super().__init__(argv, env, ctty=True)
 
     def ctrl_d(self):
         """Ctrl-D, at once after the prompt is drawn (libedit may not
@@ -86,12 +33,6 @@ class Term:
             return self.p.wait(timeout=10)
         except subprocess.TimeoutExpired:
             return None
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.kill()
-        self.p.wait()
-        os.close(self.master)
 
 
 def holders(c):

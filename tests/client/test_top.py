@@ -6,13 +6,9 @@ new size, a semd that goes away is shown and found again, q and Ctrl-C
 quit with the terminal restored. Piped: plain text frames, the rates
 known (grants/s, timeouts/s), no escape bytes. Its usage errors, and
 exit 4 when semd cannot be reached at all."""
-import fcntl
 import os
-import pty
 import re
-import select
 import signal
-import struct
 import subprocess
 import sys
 import termios
@@ -22,43 +18,23 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clienttest import *  # noqa: E402,F403
+import ptyterm  # noqa: E402
+from ptyterm import set_size  # noqa: E402
 
 ESC_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LONG = "a-very-long-semaphore-name-that-cannot-fit-in-eighty-columns-x"
 
 
-def _take_tty():
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def set_size(fd, rows, cols):
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0,
-                                                    0))
-
-
-class Screen:
+class Screen(ptyterm.Term):
     """semd-cli top on a pty of rows x cols that is its controlling
     terminal (so a resize sends it SIGWINCH)."""
 
     def __init__(self, argv, rows=24, cols=80):
-        self.master, slave = pty.openpty()
-        set_size(slave, rows, cols)
-        self.p = subprocess.Popen(argv, stdin=slave, stdout=slave,
-                                  stderr=slave, env=client_env(),
-                                  close_fds=True, preexec_fn=_take_tty)
-        os.close(slave)
-        self.text = ""
+        super().__init__(argv, client_env(), ctty=True, rows=rows,
+                         cols=cols)
 
     def _read(self, timeout):
-        r, _, _ = select.select([self.master], [], [], timeout)
-        if not r:
-            return
-        try:
-            self.text += os.read(self.master, 65536).decode("utf-8",
-                                                            "replace")
-        except OSError:
-            pass
+        self.read(timeout)
 
     def frame(self):
         """The last whole frame: (lines above the keys, keys line)."""
@@ -82,24 +58,6 @@ class Screen:
                 return f
             self._read(0.1)
         return None
-
-    def key(self, data):
-        self.text = ""
-        os.write(self.master, data.encode())
-
-    def wait_exit(self, timeout=10):
-        """The exit status, reading what it writes meanwhile."""
-        deadline = time.monotonic() + timeout
-        while self.p.poll() is None and time.monotonic() < deadline:
-            self._read(0.1)
-        self._read(0.1)
-        return self.p.poll()
-
-    def close(self):
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
-        os.close(self.master)
 
 
 def rows_of(lines):

@@ -29,7 +29,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from redistest import *  # noqa: E402,F403
-from chaosmodel import Monitor, overbooked  # noqa: E402
+from chaosmodel import (Monitor, overbooked, random_acquire,  # noqa: E402
+                        chaos_acquire)
 
 SEMS = {"c3": 3, "c2": 2}
 CLIENTS = 20
@@ -115,29 +116,13 @@ class Client(threading.Thread):
                 return
             if self.conn is None and not self.connect():
                 return
-            sem = self.rng.choice(sorted(SEMS))
-            n = self.rng.choice((1, 1, 2))
-            lease_ms = self.rng.randint(300, 1500) \
-                if self.rng.random() < 0.4 else None
-            line = "ACQUIRE %s %d TIMEOUT %d" % (sem, n,
-                                                 self.rng.randint(50, 2000))
-            if lease_ms is not None:
-                line += " LEASE %d" % lease_ms
+            sem, n, lease_ms, line = random_acquire(self.rng, SEMS)
             gen = self.gen
-            rep, t_sent, t_rep = self.req(line, 10)
-            if rep is None:
-                self.count("acquire_lost")
+            got = chaos_acquire(self, line, "acquire_lost")
+            if got is None:
                 continue
-            m = re.fullmatch(r"OK ([0-9]+)", rep)
-            if not m:
-                self.count(rep.split()[0] if rep.startswith("TIMEOUT") else
-                           " ".join(rep.split()[:2]))
-                if rep.startswith("ERR"):
-                    time.sleep(0.05)
-                continue
-            tok = int(m.group(1))
+            tok, t_sent, t_rep = got
             self.acked.append((tok, gen, sem))
-            self.count("grants")
             lease_end = t_sent + lease_ms / 1000.0 if lease_ms is not None \
                 else INF
             self.hold(sem, n, tok, t_rep, lease_end,

@@ -48,7 +48,8 @@ sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from redistest import *  # noqa: E402,F403
 from chaosmodel import (Grant, Session, Monitor, overbooked,  # noqa: E402
-                        beliefs_of, token_problems)
+                        beliefs_of, token_problems, random_acquire,
+                        chaos_acquire)
 
 SEMS = {"c3": 3, "c2": 2, "c6": 6}
 KEEP = "keep"                   # long leases, never released by clients
@@ -219,29 +220,13 @@ class Client(threading.Thread):
                     self.acked.append((int(m.group(1)), self.epoch, KEEP))
                     self.count("kept leases")
                 continue
-            sem = self.rng.choice(sorted(SEMS))
-            n = self.rng.choice((1, 1, 2))
-            lease_ms = self.rng.randint(300, 1500) \
-                if self.rng.random() < 0.4 else None
-            line = "ACQUIRE %s %d TIMEOUT %d" % (sem, n,
-                                                 self.rng.randint(50, 2000))
-            if lease_ms is not None:
-                line += " LEASE %d" % lease_ms
+            sem, n, lease_ms, line = random_acquire(self.rng, SEMS)
             epoch = self.epoch
-            rep, t_sent, t_rep = self.req(line, 10)
-            if rep is None:
-                self.count("acquire lost")
+            got = chaos_acquire(self, line, "acquire lost")
+            if got is None:
                 continue
-            m = re.fullmatch(r"OK ([0-9]+)", rep)
-            if not m:
-                self.count(rep.split()[0] if rep.startswith("TIMEOUT") else
-                           " ".join(rep.split()[:2]))
-                if rep.startswith("ERR"):
-                    time.sleep(0.05)
-                continue
-            tok = int(m.group(1))
+            tok, t_sent, t_rep = got
             self.acked.append((tok, epoch, sem))
-            self.count("grants")
             g = Grant(sem, n, tok, "lease" if lease_ms else "conn", t_sent,
                       t_rep, self.conn, lease_ms)
             self.grants.append(g)

@@ -151,6 +151,15 @@ def test_standby_answers():
         rs = role_of(b)
         eq(rs, {"role": "standby", "epoch": ro["epoch"], "owner": owner},
            "standby: ROLE -> role=standby, the owner's epoch and address")
+        for who, conn in (("owner", a), ("standby", b)):
+            eq(role_times(conn), (LEASE_MS, 2000),
+               "%s: ROLE shows owner_lease_ms=%d reclaim_grace_ms=2000 "
+               "(what a client needs to bound a bound permit)" %
+               (who, LEASE_MS))
+            st = stats_of(conn)
+            eq((st.get("owner_lease_ms"), st.get("reclaim_grace_ms")),
+               (str(LEASE_MS), "2000"),
+               "%s: STATS shows owner_lease_ms and reclaim_grace_ms" % who)
         for req in STANDBY_REFUSED:
             got = b.cmd(req)
             eq(standby_reply(got), (owner, ro["epoch"]),
@@ -185,11 +194,29 @@ def test_standby_answers():
         p1.stop()
 
 
+def role_times(c):
+    """(owner_lease_ms, reclaim_grace_ms) of ROLE's reply, as ints."""
+    got = c.cmd("ROLE")
+    m = re.fullmatch(r"OK role=\S+ epoch=[0-9]+ owner=\S+ "
+                     r"owner_lease_ms=([0-9]+) reclaim_grace_ms=([0-9]+)",
+                     got)
+    if not m:
+        return got
+    return (int(m.group(1)), int(m.group(2)))
+
+
 def test_role_single():
     with start_semd("--semaphore", "s", "1") as d:
         c = d.connect()
-        expect(c, "ROLE", "OK role=single epoch=0 owner=-",
-               "no persistence: ROLE -> OK role=single epoch=0 owner=-")
+        expect(c, "ROLE", "OK role=single epoch=0 owner=- "
+               "owner_lease_ms=3000 reclaim_grace_ms=10000",
+               "no persistence: ROLE -> OK role=single epoch=0 owner=- "
+               "and the default owner-lease and reclaim-grace")
+    with start_semd("--semaphore", "s", "1", "--reclaim-grace", "2.5s",
+                    "--owner-lease", "1s") as d:
+        c = d.connect()
+        eq(role_times(c), (1000, 2500), "ROLE shows --owner-lease 1s and "
+           "--reclaim-grace 2.5s in milliseconds")
         st = stats_of(c)
         ok(st.get("role") == "single" and st.get("epoch") == "0" and
            st.get("owner") == "-", "STATS: role=single epoch=0 owner=-",

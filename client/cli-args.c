@@ -28,6 +28,9 @@ cli_now_ms(void)
 	return ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* Commands from a pipe: errors also on stdout, in place (cli_pipe). */
+int	cli_errors_in_place;
+
 void
 cli_usage_error(const char *fmt, ...)
 {
@@ -38,6 +41,14 @@ cli_usage_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputs("\nTry 'semd-cli --help'.\n", stderr);
+	if (cli_errors_in_place) {
+		fputs("(error) ERR ", stdout);
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		putchar('\n');
+		fflush(stdout);
+	}
 }
 
 /*
@@ -56,6 +67,21 @@ cli_parse_duration(const char *s, int64_t *ms)
 		return (-1);
 	*ms = (int64_t)v;
 	return (0);
+}
+
+/* 1 if word has letters and all are upper case: the protocol's spelling. */
+int
+cli_is_upper(const char *word)
+{
+	int	letters = 0;
+
+	for (; *word != '\0'; word++) {
+		if (*word >= 'a' && *word <= 'z')
+			return (0);
+		if (*word >= 'A' && *word <= 'Z')
+			letters = 1;
+	}
+	return (letters);
 }
 
 /*
@@ -121,17 +147,25 @@ cli_opt_duration(const char *cmd, const char *name, const char *v,
 	return (-1);
 }
 
-/* Parse the value of a protocol keyword (ms); -1 after a usage error. */
+/*
+ * The value of a protocol keyword (TIMEOUT 100, LEASE 500): in the
+ * protocol's own spelling, upper case, it is the protocol's <ms>;
+ * otherwise (lease 30) it is a duration as a person types one, a bare
+ * number in seconds. -1 after a usage error.
+ */
 static int
-cli_word_duration(const char *cmd, const char *name, const char *v,
+cli_word_duration(const char *cmd, const char *word, const char *v,
     int64_t *ms)
 {
-	if (cli_parse_proto_ms(v, ms) == 0)
-		return (0);
-	cli_usage_error("%s: %s: invalid duration '%s' (milliseconds, as the "
-	    "protocol's %s; or with a unit: 1.5s, 5m; at most 2147483647ms)",
-	    cmd, name, v, name);
-	return (-1);
+	if (cli_is_upper(word)) {
+		if (cli_parse_proto_ms(v, ms) == 0)
+			return (0);
+		cli_usage_error("%s: %s: invalid duration '%s' (milliseconds, "
+		    "as the protocol's %s; or with a unit: 1.5s, 5m; at most "
+		    "2147483647ms)", cmd, word, v, word);
+		return (-1);
+	}
+	return (cli_opt_duration(cmd, word, v, ms));
 }
 
 /* 1 if argv[i] is the keyword kw (any case) and a value follows it. */
@@ -208,14 +242,14 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 		    (flags & CLI_OPT_TIMEOUT) &&
 		    cli_keyword("TIMEOUT", argc, argv, i)) {
 			i++;
-			if (cli_word_duration(cmd, "TIMEOUT", argv[i],
+			if (cli_word_duration(cmd, argv[i - 1], argv[i],
 			    &a->timeout_ms) != 0)
 				return (-1);
 		} else if ((flags & CLI_OPT_WORDS) && a->npos > 0 &&
 		    (flags & CLI_OPT_LEASE) &&
 		    cli_keyword("LEASE", argc, argv, i)) {
 			i++;
-			if (cli_word_duration(cmd, "LEASE", argv[i],
+			if (cli_word_duration(cmd, argv[i - 1], argv[i],
 			    &a->lease_ms) != 0)
 				return (-1);
 		} else if ((flags & CLI_OPT_WORDS) && (flags & CLI_OPT_N) &&

@@ -243,10 +243,13 @@ cli_refresh(struct cli *cli, const struct cli_args *a)
 
 	if (cli_token_arg(a->pos[1], &token) != 0)
 		return (CLI_EXIT_USAGE);
-	if (cli_parse_proto_ms(a->pos[2], &ms) != 0) {
-		cli_usage_error("refresh: invalid duration '%s' (milliseconds, "
-		    "as the protocol's; or with a unit: 30s, 1.5m, 1h; at most "
-		    "2147483647ms)", a->pos[2]);
+	/* REFRESH sem token 500 is the protocol's <ms>; refresh ... 30 is s. */
+	if (a->wire ? cli_parse_proto_ms(a->pos[2], &ms) != 0 :
+	    cli_parse_duration(a->pos[2], &ms) != 0) {
+		cli_usage_error("refresh: invalid duration '%s' (%s; or with a "
+		    "unit: 250ms, 30s, 1.5m, 1h; at most 2147483647ms)",
+		    a->pos[2], a->wire ? "milliseconds, as the protocol's "
+		    "REFRESH" : "a bare number is seconds");
 		return (CLI_EXIT_USAGE);
 	}
 	err = semc_refresh(cli->c, a->pos[0], token, (uint32_t)ms, &left);
@@ -274,16 +277,40 @@ cli_check(struct cli *cli, const struct cli_args *a)
 	return (CLI_EXIT_OK);
 }
 
+/* Every key INFO sends (wait_p99_ms, timeouts_total, later ones too). */
 static int
 cli_info(struct cli *cli, const struct cli_args *a)
 {
-	struct semc_info	info;
-	enum semc_err		err;
+	struct semc_stat	*s;
+	enum semc_err		 err;
+	size_t			 n;
 
-	if ((err = semc_info(cli->c, a->pos[0], &info)) != SEMC_OK)
+	if ((err = semc_info_all(cli->c, a->pos[0], &s, &n)) != SEMC_OK)
 		return (cli_fail(cli, err));
-	cli_out_info(cli, &info, -1);
+	cli_out_kv(cli, s, n, 1);
+	free(s);
 	return (CLI_EXIT_OK);
+}
+
+static int
+cli_role(struct cli *cli, const struct cli_args *a)
+{
+	struct semc_stat	*s;
+	enum semc_err		 err;
+	size_t			 n;
+
+	(void)a;
+	if ((err = semc_role(cli->c, &s, &n)) != SEMC_OK)
+		return (cli_fail(cli, err));
+	cli_out_kv(cli, s, n, 1);
+	free(s);
+	return (CLI_EXIT_OK);
+}
+
+static int
+cli_name(struct cli *cli, const struct cli_args *a)
+{
+	return (cli_done(cli, semc_name(cli->c, a->pos[0]), "OK"));
 }
 
 static int
@@ -339,7 +366,7 @@ cli_stats(struct cli *cli, const struct cli_args *a)
 	(void)a;
 	if ((err = semc_stats(cli->c, &s, &n)) != SEMC_OK)
 		return (cli_fail(cli, err));
-	cli_out_stats(cli, s, n);
+	cli_out_kv(cli, s, n, 0);
 	free(s);
 	return (CLI_EXIT_OK);
 }
@@ -430,7 +457,8 @@ cli_help_cmd(struct cli *cli, const struct cli_args *a)
 	"D is a duration: a bare number is seconds (30), or a number with a\n" \
 	"unit, ms s m h, maybe with a fraction (250ms, 1.5s, 5m).\n"
 #define CLI_D_WORDS \
-	"The protocol's own words are accepted too, in its milliseconds:\n"
+	"The protocol's own words are accepted too; typed in upper case, as\n" \
+	"the protocol spells them, their bare numbers are its milliseconds:\n"
 
 static const struct cli_cmd cli_cmds[] = {
 	{ "ping", 0, 0, "ping", "check that semd answers (PONG)",
@@ -469,8 +497,9 @@ static const struct cli_cmd cli_cmds[] = {
 	    cli_release },
 	{ "refresh", 3, 0, "refresh SEM TOKEN D",
 	    "extend a lease; print ms left",
-	    "D is the protocol's <ms>: a bare number is milliseconds; a unit may\n"
-	    "be given (30s, 5m).\n", cli_refresh },
+	    CLI_D_OPT
+	    "Typed as the protocol spells it (REFRESH jobs 7 500), a bare number\n"
+	    "is the protocol's milliseconds.\n", cli_refresh },
 	{ "attach", 2, 0, "attach SEM TOKEN",
 	    "re-own a permit after a restart",
 	    "Takes back a permit left unowned by a semd restart; it becomes\n"
@@ -483,8 +512,9 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "revoke", 2, 0, "revoke SEM TOKEN",
 	    "free any permit (operators)",
 	    "Frees a permit, bound or leased, whoever holds it.\n", cli_revoke },
-	{ "info", 1, 0, "info SEM", "a semaphore's counters", NULL,
-	    cli_info },
+	{ "info", 1, 0, "info SEM", "a semaphore's counters",
+	    "Prints every key=value semd sends on one line (numbers stay\n"
+	    "numbers with --json).\n", cli_info },
 	{ "holders", 1, 0, "holders SEM",
 	    "its grants, oldest first", NULL, cli_holders },
 	{ "waiters", 1, 0, "waiters SEM",
@@ -493,6 +523,15 @@ static const struct cli_cmd cli_cmds[] = {
 	    cli_list },
 	{ "stats", 0, 0, "stats", "semd's counters",
 	    "Prints key=value lines (numbers stay numbers with --json).\n", cli_stats },
+	{ "role", 0, 0, "role", "owner, standby or single; epoch, owner",
+	    "Prints role=owner|standby|single epoch=N owner=HOST:PORT|- (and\n"
+	    "any key a later semd adds). A standby answers it too.\n",
+	    cli_role },
+	{ "name", 1, 0, "name LABEL", "label this connection",
+	    "Labels the connection (1 to 64 bytes of A-Z a-z 0-9 _ . : / - @)\n"
+	    "as holders, waiters and clients show it; at the prompt and in a\n"
+	    "pipe, for the commands that follow (on the command line, --name).\n",
+	    cli_name },
 	{ "clients", 0, 0, "clients", "semd's connections",
 	    "One line each: id, address, name (--name), age, idle time, bound\n"
 	    "permits, whether it waits, its last command. The id is owner= of\n"
@@ -562,8 +601,8 @@ cli_help(void)
 	for (i = 0; i < CLI_NCMDS; i++)
 		printf("  %s\n", cli_cmds[i].usage);
 	printf("durations: 30 (seconds), 1.5s, 250ms, 5m, 1h; the protocol's "
-	    "own words\n"
-	    "  (ACQUIRE jobs 2 TIMEOUT 100) are accepted too, in milliseconds\n"
+	    "own words typed\n"
+	    "  in upper case (ACQUIRE jobs 2 TIMEOUT 100) keep its milliseconds\n"
 	    "exit status: 0 done, 1 not granted in time, 2 usage, 3 server "
 	    "error or\n"
 	    "  unknown outcome, 4 cannot connect (from a pipe: the highest)\n"
@@ -640,6 +679,9 @@ cli_dispatch(struct cli *cli, int argc, char **argv)
 		cli_usage_error("usage: %s", cmd->usage);
 		return (CLI_EXIT_USAGE);
 	}
+	a.wire = cli_is_upper(argv[0]);
+	if (a.lease_ms == 0)		/* --lease 0: no lease, as libsemc */
+		a.lease_ms = SEMC_BOUND;
 	cli->json |= a.json;
 	rc = cmd->fn(cli, &a);
 	cli->json = json;

@@ -255,9 +255,14 @@ cli_out_reason(struct cli *cli, enum semc_watch_reason reason)
 		printf("%s\n", semc_reasonname(reason));
 }
 
-/* Numbers stay numbers in JSON; other values are strings. */
+/*
+ * Every key=value the daemon sent, none filtered out (a later semd's keys
+ * too): one a line (STATS), or all on one line (INFO, ROLE: oneline).
+ * Numbers stay numbers in JSON; other values are strings.
+ */
 void
-cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n)
+cli_out_kv(struct cli *cli, const struct semc_stat *s, size_t n,
+    int oneline)
 {
 	size_t	i, digits;
 
@@ -265,7 +270,8 @@ cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n)
 		putchar('{');
 	for (i = 0; i < n; i++) {
 		if (!cli->json) {
-			printf("%s=%s\n", s[i].key, s[i].value);
+			printf("%s%s=%s%s", oneline && i > 0 ? " " : "",
+			    s[i].key, s[i].value, oneline ? "" : "\n");
 			continue;
 		}
 		printf("%s", i > 0 ? "," : "");
@@ -278,8 +284,8 @@ cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n)
 		else
 			cli_json_str(s[i].value);
 	}
-	if (cli->json)
-		puts("}");
+	if (cli->json || oneline)
+		puts(cli->json ? "}" : "");
 }
 
 /* Errors go to stderr; with --json, stdout gets {"error": ...} too. */
@@ -287,10 +293,24 @@ void
 cli_out_error(struct cli *cli, enum semc_err err, const char *msg)
 {
 	const char	*name = semc_errname(err);
+	char		 tail[64];
+	size_t		 len;
 
 	if (strncmp(name, "ERR_", 4) == 0)
 		name += 4;
 	fprintf(stderr, "semd-cli: %s\n", msg);
+	/*
+	 * From a pipe, stdout keeps one answer per command, as redis-cli:
+	 * "(error) ERR NOSEM no semaphore 'x'" (the code once, in front).
+	 */
+	if (cli_errors_in_place && !cli->json) {
+		snprintf(tail, sizeof(tail), " (ERR %s)", name);
+		len = strlen(msg);
+		if (len >= strlen(tail) &&
+		    strcmp(msg + len - strlen(tail), tail) == 0)
+			len -= strlen(tail);
+		printf("(error) ERR %s %.*s\n", name, (int)len, msg);
+	}
 	if (cli->json) {
 		printf("{\"error\":\"%s\",\"message\":", name);
 		cli_json_str(msg);

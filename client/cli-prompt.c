@@ -290,7 +290,7 @@ cli_split(char *line, char **words, int max)
 static int
 cli_line(struct cli *cli, char *line, int *leave)
 {
-	char	*words[CLI_WORDS_MAX];
+	char	*words[CLI_WORDS_MAX + 1];
 	int	 n;
 
 	*leave = 0;
@@ -299,6 +299,7 @@ cli_line(struct cli *cli, char *line, int *leave)
 		    CLI_WORDS_MAX);
 		return (CLI_EXIT_USAGE);
 	}
+	words[n] = NULL;	/* as main's argv: run hands it to execvp */
 	if (n == 0 || words[0][0] == '#')
 		return (CLI_EXIT_OK);
 	if (n == 1 && (strcasecmp(words[0], "quit") == 0 ||
@@ -323,6 +324,7 @@ cli_pipe(struct cli *cli, FILE *in)
 
 	cli->interactive = 1;
 	cli->from_pipe = 1;
+	cli_errors_in_place = 1;
 	while (!leave && fgets(line, sizeof(line), in) != NULL) {
 		len = strlen(line);
 		if (len == sizeof(line) - 1 && line[len - 1] != '\n') {

@@ -58,6 +58,9 @@ struct cli_args {
 	int		 argc;
 	int		 json;		/* --json after the command */
 	int		 n_given;	/* -n or the protocol's <n> */
+	int		 wire;		/* command typed in upper case, as the
+					   protocol spells it: REFRESH's
+					   duration is then its <ms> */
 };
 
 /* Which options a command takes. */
@@ -72,6 +75,8 @@ struct cli_args {
 
 /* cli-args.c */
 int64_t	 cli_now_ms(void);
+extern int cli_errors_in_place;
+int	 cli_is_upper(const char *word);
 const char *cli_optval(const char *name, int argc, char **argv, int *i);
 int	 cli_parse_duration(const char *s, int64_t *ms);
 int	 cli_parse_proto_ms(const char *s, int64_t *ms);
@@ -106,7 +111,8 @@ void	 cli_out_waiters(struct cli *cli, const struct semc_waiter *w,
 void	 cli_out_clients(struct cli *cli, const struct semc_client *cl,
 	    size_t n);
 void	 cli_out_reason(struct cli *cli, enum semc_watch_reason reason);
-void	 cli_out_stats(struct cli *cli, const struct semc_stat *s, size_t n);
+void	 cli_out_kv(struct cli *cli, const struct semc_stat *s, size_t n,
+	    int oneline);
 void	 cli_out_error(struct cli *cli, enum semc_err err, const char *msg);
 
 /* cli-run.c */

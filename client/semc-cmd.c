@@ -175,6 +175,9 @@ semc_take(struct semc *c, int is_try, const char *sem, uint32_t n,
 	char			topt[32] = "", lopt[32] = "";
 	uint64_t		t;
 
+	/* 0 is no lease, a bound permit: never one already run out. */
+	if (lease_ms == 0)
+		lease_ms = SEMC_BOUND;
 	if ((err = semc_check_name(c, sem)) != SEMC_OK ||
 	    (err = semc_check_int(c, "n", n, 1)) != SEMC_OK ||
 	    (err = semc_check_int(c, "timeout_ms", timeout_ms, -1)) !=
@@ -611,14 +614,37 @@ semc_stats(struct semc *c, struct semc_stat **out, size_t *count)
  * INFO, every key=value of the reply as sent, known to us or not; other
  * words are skipped, as semc_info does. It must name the semaphore.
  */
+/* Every key=value word of an OK line, as semc_kv_block gives them. */
+static enum semc_err
+semc_reply_kv(struct semc *c, const struct proto_reply *reply,
+    struct semc_stat **out, size_t *count)
+{
+	struct proto_word	 w, *kv;
+	enum semc_err		 err;
+	size_t			 pos, n = 0;
+
+	for (pos = 0; proto_next_word(reply->rest.p, reply->rest.len, &pos,
+	    &w);)
+		n += semc_kv_eq(&w) != NULL;
+	if ((kv = calloc(n + 1, sizeof(*kv))) == NULL)
+		return (semc_seterr(c, SEMC_ERR_NOMEM, NULL));
+	for (pos = 0, n = 0; proto_next_word(reply->rest.p, reply->rest.len,
+	    &pos, &w);) {
+		if (semc_kv_eq(&w) != NULL)
+			kv[n++] = w;
+	}
+	err = semc_kv_block(c, kv, n, out, count);
+	free(kv);
+	return (err);
+}
+
 enum semc_err
 semc_info_all(struct semc *c, const char *sem, struct semc_stat **out,
     size_t *count)
 {
 	struct proto_reply	 reply;
-	struct proto_word	 w, *kv;
+	struct proto_word	 w;
 	enum semc_err		 err;
-	size_t			 pos, n = 0;
 
 	*out = NULL;
 	*count = 0;
@@ -628,19 +654,24 @@ semc_info_all(struct semc *c, const char *sem, struct semc_stat **out,
 		return (err);
 	if (!proto_find_kv(reply.rest.p, reply.rest.len, "name", &w))
 		return (semc_bad_line(c, reply.rest.p, reply.rest.len));
-	for (pos = 0; proto_next_word(reply.rest.p, reply.rest.len, &pos,
-	    &w);)
-		n += semc_kv_eq(&w) != NULL;
-	if ((kv = calloc(n, sizeof(*kv))) == NULL)
-		return (semc_seterr(c, SEMC_ERR_NOMEM, NULL));
-	for (pos = 0, n = 0; proto_next_word(reply.rest.p, reply.rest.len,
-	    &pos, &w);) {
-		if (semc_kv_eq(&w) != NULL)
-			kv[n++] = w;
-	}
-	err = semc_kv_block(c, kv, n, out, count);
-	free(kv);
-	return (err);
+	return (semc_reply_kv(c, &reply, out, count));
+}
+
+enum semc_err
+semc_role(struct semc *c, struct semc_stat **out, size_t *count)
+{
+	struct proto_reply	 reply;
+	struct proto_word	 w;
+	enum semc_err		 err;
+
+	*out = NULL;
+	*count = 0;
+	if ((err = semc_call(c, SEMC_REQ_PLAIN, 0, &reply, "ROLE")) !=
+	    SEMC_OK)
+		return (err);
+	if (!proto_find_kv(reply.rest.p, reply.rest.len, "role", &w))
+		return (semc_bad_line(c, reply.rest.p, reply.rest.len));
+	return (semc_reply_kv(c, &reply, out, count));
 }
 
 enum semc_err

@@ -9,6 +9,13 @@
 #include "proto.h"
 #include "semc.h"
 
+/*
+ * The size of the first struct semc_opts that had a size (libsemc 0.1,
+ * version-info 4): no caller's struct is smaller. Never changes.
+ */
+#define SEMC_OPTS_SIZE_MIN \
+	(offsetof(struct semc_opts, name) + sizeof(const char *))
+
 #define SEMC_ERRMSG_MAX		320
 #define SEMC_LINE_MAX		65536	/* longest reply line accepted */
 #define SEMC_REQ_MAX		512	/* our requests: names <= 200 bytes */
@@ -29,6 +36,7 @@ struct semc {
 	int		 owner_hint;	/* addrs[] index a standby named; -1 */
 	int		 seen_standby;	/* a standby answered: wait for owners */
 	char		*addr_problem;	/* why the host list is unusable */
+	char		*opts_problem;	/* why struct semc_opts was refused */
 	char		*unix_path;
 	char		*password;
 	char		*name;		/* sent with NAME on connect; NULL */

@@ -53,19 +53,55 @@ semc_new_addrs(struct semc *c, const struct semc_opts *opts)
 	return (0);
 }
 
-struct semc *
-semc_new(const struct semc_opts *opts)
+/*
+ * The caller's opts as this library's struct, in *out: the first
+ * in->size bytes, the rest 0 (defaults). NULL, or a message when the
+ * struct cannot be trusted: size unset (no SEMC_OPTS_INIT), too small for
+ * the first struct with a size, or a field set beyond the ones this
+ * library knows (a newer header's option it would silently ignore).
+ */
+static const char *
+semc_opts_take(const struct semc_opts *in, struct semc_opts *out)
 {
-	struct semc_opts	 defaults;
+	const unsigned char	*extra = (const unsigned char *)in;
+	size_t			 i;
+
+	memset(out, 0, sizeof(*out));
+	if (in == NULL) {
+		out->size = sizeof(*out);
+		return (NULL);
+	}
+	if (in->size == 0)
+		return ("struct semc_opts has no size: initialise it with "
+		    "SEMC_OPTS_INIT");
+	if (in->size < SEMC_OPTS_SIZE_MIN)
+		return ("struct semc_opts: size too small (initialise it with "
+		    "SEMC_OPTS_INIT)");
+	for (i = sizeof(*out); i < in->size; i++) {
+		if (extra[i] != 0)
+			return ("struct semc_opts sets an option this libsemc "
+			    "(" SEMC_VERSION ") does not know: upgrade it");
+	}
+	memcpy(out, in, in->size < sizeof(*out) ? in->size : sizeof(*out));
+	out->size = sizeof(*out);
+	return (NULL);
+}
+
+struct semc *
+semc_new(const struct semc_opts *given)
+{
+	struct semc_opts	 o, *opts = &o;
 	struct semc		*c;
+	const char		*problem;
 	int			 failed = 0;
 
-	if (opts == NULL) {
-		memset(&defaults, 0, sizeof(defaults));
-		opts = &defaults;
-	}
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return (NULL);
+	if ((problem = semc_opts_take(given, &o)) != NULL &&
+	    (c->opts_problem = strdup(problem)) == NULL) {
+		free(c);
+		return (NULL);
+	}
 	c->fd = -1;
 	c->owner_hint = -1;
 	c->grace_ms = c->owner_lease_ms = -1;
@@ -97,6 +133,7 @@ semc_free(struct semc *c)
 	semc_conn_close(c);
 	semc_addr_free(c);
 	free(c->addr_problem);
+	free(c->opts_problem);
 	free(c->unix_path);
 	if (c->password != NULL)
 		explicit_bzero(c->password, strlen(c->password));
@@ -285,6 +322,8 @@ semc_open(struct semc *c)
 	int			len;
 
 	semc_conn_close(c);
+	if (c->opts_problem != NULL)
+		return (semc_seterr(c, SEMC_ERR_INVAL, "%s", c->opts_problem));
 	if (c->addr_problem != NULL && c->unix_path == NULL)
 		return (semc_seterr(c, SEMC_ERR_INVAL, "%s", c->addr_problem));
 	if ((err = semc_conn_open(c)) != SEMC_OK)

@@ -80,7 +80,9 @@ extern "C" {
 #define SEMC_ADDR_MAX		63	/* bytes in a peer address semd shows */
 #define SEMC_DEFAULT_PORT	7313
 #define SEMC_FOREVER		(-1)	/* timeout_ms: wait for ever */
-#define SEMC_BOUND		(-1)	/* lease_ms: bound to the connection */
+#define SEMC_BOUND		(-1)	/* lease_ms: bound to the connection;
+					   0 means the same, never a lease
+					   that has already run out */
 
 /*
  * Outcomes, X(name, message). The protocol's ERR codes come first, in the
@@ -128,13 +130,25 @@ enum semc_err {
 };
 
 /*
- * Connection settings; a zeroed struct (or NULL) means every default.
+ * Connection settings; NULL means every default. Initialise a struct with
+ * SEMC_OPTS_INIT, which sets size and leaves every other field 0 (its
+ * default), then set the fields you need:
+ *
+ *	struct semc_opts opts = SEMC_OPTS_INIT;
+ *	opts.hosts = "a:7313,b:7313";
+ *
+ * size lets later versions add fields without a new soname: the library
+ * reads only the first size bytes, and refuses (SEMC_ERR_INVAL on every
+ * call, saying why) a struct whose size is 0 or too small, or that sets a
+ * field this library does not know.
  * Where to connect, first match: unix_path; hosts; host; SEMD_HOSTS
  * from the environment; "127.0.0.1". port is the port of every address
  * given without one. A host list that cannot be parsed makes every call
  * give SEMC_ERR_INVAL, saying why.
  */
 struct semc_opts {
+	size_t		 size;		/* sizeof(struct semc_opts), as set
+					   by SEMC_OPTS_INIT */
 	const char	*host;		/* NULL: "127.0.0.1"; a name or address */
 	int		 port;		/* 0: 7313 */
 	const char	*unix_path;	/* a Unix socket instead of host:port */
@@ -151,7 +165,10 @@ struct semc_opts {
 	const char	*name;		/* NULL: none; a label (1 to 64 bytes
 					   of A-Z a-z 0-9 _ . : / - @) sent
 					   with NAME on every connect */
+	/* New fields go here, at the end, and only here. */
 };
+
+#define SEMC_OPTS_INIT	{ .size = sizeof(struct semc_opts) }
 
 struct semc;
 
@@ -311,8 +328,8 @@ enum semc_err	 semc_delete(struct semc *c, const char *sem);
 
 /*
  * ACQUIRE n permits of sem, waiting timeout_ms (SEMC_FOREVER: no limit;
- * 0: don't wait). lease_ms >= 0 asks for a lease, SEMC_BOUND binds the
- * permit to this handle's connection, which then remembers it for
+ * 0: don't wait). lease_ms > 0 asks for a lease; SEMC_BOUND (or 0: no
+ * lease) binds the permit to this handle's connection, which then remembers it for
  * re-attaching. SEMC_OK sets *token; SEMC_TIMEOUT: not granted;
  * SEMC_ERR_LOST: the reply was lost, a permit may be held by nobody you
  * know (a lease runs out by itself; a bound one dies with the connection).
@@ -356,6 +373,13 @@ enum semc_err	 semc_stats(struct semc *c, struct semc_stat **out,
  */
 enum semc_err	 semc_info_all(struct semc *c, const char *sem,
 		    struct semc_stat **out, size_t *count);
+/*
+ * ROLE: role (owner, standby or single), epoch, owner and any later key,
+ * as strings, one block, free(*out). A standby answers it too.
+ * (Since libsemc.so.4.)
+ */
+enum semc_err	 semc_role(struct semc *c, struct semc_stat **out,
+		    size_t *count);
 /*
  * NAME: label this handle's connection (1 to SEMC_LABEL_MAX bytes of
  * A-Z a-z 0-9 _ . : / - @, e.g. "billing@web3:4121"), now and again on

@@ -47,6 +47,7 @@ main(int argc, char **argv)
 	int		 i, rc;
 
 	memset(&cli, 0, sizeof(cli));
+	cli.opts.size = sizeof(cli.opts);	/* as SEMC_OPTS_INIT */
 	cli.opts.host = getenv("SEMD_HOST");
 	cli.opts.unix_path = getenv("SEMD_SOCKET");
 	cli.opts.password = getenv("SEMD_PASSWORD");

@@ -166,6 +166,7 @@ cmd_stats(struct cmd_ctx *ctx)
 		const char	*value;
 	} texts[] = {
 		{ "version",			PACKAGE_VERSION },
+		{ "protocol",			PROTO_VERSION_STR },
 		{ "role",			v.ps.role },
 		{ "ownership",			v.ps.ownership },
 		{ "owner",			v.ps.owner },

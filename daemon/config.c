@@ -35,8 +35,9 @@ enum config_type {
 	CONF_INT,	/* plain integer */
 	CONF_OCTAL,	/* file mode: octal digits, as chmod(1) */
 	CONF_SIZE,	/* bytes: 1k = 1000, 1kb = 1024, likewise m/mb, g/gb */
-	CONF_DURATION,	/* milliseconds: ms, s, m or h suffix, decimals; bare
-			   = ms (proto_parse_duration_ms) */
+	CONF_DURATION,	/* kept in ms; typed with an ms, s, m or h suffix
+			   and decimals; a bare number is seconds, as
+			   Redis's timeout 300 (PROTO_BARE_DURATION_MULT) */
 	CONF_BOOL,	/* yes | no */
 	CONF_STRING,
 	CONF_LOGLEVEL,
@@ -144,6 +145,8 @@ static const char usage_text[] =
 "            reclaim-grace persistence-backlog persistence-pipeline\n"
 "            owner-lease standby\n"
 "            advertise metrics-port metrics-bind metrics-max-semaphores\n"
+"durations: a bare number is seconds (--timeout 300); or give a unit:\n"
+"            250ms, 1.5s, 5m, 1h\n"
 "See semd.conf(5) for each directive, its default and its range.\n";
 
 #define NDIRECTIVES	(sizeof(directives) / sizeof(directives[0]))
@@ -211,14 +214,18 @@ config_suggest(const char *name)
 	return (best_d <= limit ? best : NULL);
 }
 
-/* A number with an optional unit (proto_parse_units); -1 when bad. */
+/*
+ * A number with an optional unit (proto_parse_units), bare_mult the unit of
+ * a bare number; -1 when bad.
+ */
 static int
 config_parse_number(const char *s, const struct proto_unit *units,
-    int64_t *out)
+    uint64_t bare_mult, int64_t *out)
 {
 	uint64_t	v;
 
-	if (proto_parse_units(s, strlen(s), units, 1, INT64_MAX, &v) != 0)
+	if (proto_parse_units(s, strlen(s), units, bare_mult, INT64_MAX,
+	    &v) != 0)
 		return (-1);
 	*out = (int64_t)v;
 	return (0);
@@ -326,26 +333,38 @@ config_parse_keyword(const struct config_directive *d, const char *word,
  * A number of d's (parsed from word with result rc into v) within d's
  * range: 0, or -1 and a message that says what is expected.
  */
+static void	config_format_ms(char *, size_t, int64_t);
+
 static int
 config_check_range(const struct config_directive *d, const char *word,
     int rc, int64_t v, char *err, size_t errlen)
 {
+	char	lo[32], hi[32];
+
+	if (d->type == CONF_DURATION && (rc != 0 || v < d->min ||
+	    v > d->max)) {
+		config_format_ms(lo, sizeof(lo), d->min);
+		config_format_ms(hi, sizeof(hi), d->max);
+		snprintf(err, errlen, "%s: invalid value '%.32s' (expected a "
+		    "duration %s..%s: a bare number is seconds, or add a unit "
+		    "ms/s/m/h, decimals allowed: 300, 1.5s, 250ms)", d->name,
+		    word, lo, hi);
+		return (-1);
+	}
 	if (d->type == CONF_OCTAL && (rc != 0 || v < d->min || v > d->max)) {
 		snprintf(err, errlen, "%s: invalid value '%.32s' (expected an "
 		    "octal mode %04llo..%04llo)", d->name, word,
 		    (unsigned long long)d->min, (unsigned long long)d->max);
 		return (-1);
 	}
-	if ((d->type == CONF_INT || d->type == CONF_SIZE ||
-	    d->type == CONF_DURATION) && (rc != 0 || v < d->min ||
-	    v > d->max)) {
+	if ((d->type == CONF_INT || d->type == CONF_SIZE) && (rc != 0 ||
+	    v < d->min || v > d->max)) {
 		snprintf(err, errlen, "%s: invalid value '%.32s' "
 		    "(expected %s%lld..%lld%s)", d->name, word,
 		    d->type == CONF_INT ? "" : "a ",
 		    (long long)d->min, (long long)d->max,
 		    d->type == CONF_SIZE ? " bytes, k/kb/m/mb/g/gb "
-		    "suffix allowed" : d->type == CONF_DURATION ?
-		    " ms, ms/s/m/h suffix and decimals allowed" : "");
+		    "suffix allowed" : "");
 		return (-1);
 	}
 	return (0);
@@ -405,10 +424,11 @@ config_apply(struct config *cfg, const struct config_directive *d,
 		v = rc == 0 ? strtol(argv[0], NULL, 8) : 0;
 		break;
 	case CONF_SIZE:
-		rc = config_parse_number(argv[0], proto_size_units, &v);
+		rc = config_parse_number(argv[0], proto_size_units, 1, &v);
 		break;
 	case CONF_DURATION:
-		rc = config_parse_number(argv[0], proto_duration_units, &v);
+		rc = config_parse_number(argv[0], proto_duration_units,
+		    PROTO_BARE_DURATION_MULT, &v);
 		break;
 	default:
 		abort();
@@ -706,8 +726,8 @@ config_load(struct config *cfg, int argc, char **argv,
 		}
 		if (strcmp(argv[i], "--version") == 0 ||
 		    strcmp(argv[i], "-v") == 0) {
-			printf("semd %s (protocol %d)\n", PACKAGE_VERSION,
-			    PROTO_VERSION);
+			printf("semd %s (protocol %s)\n", PACKAGE_VERSION,
+			    PROTO_VERSION_STR);
 			*action = CONFIG_EXIT;
 			return (0);
 		}

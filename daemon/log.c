@@ -22,6 +22,8 @@ static FILE		*log_fp;
 static char		*log_path;	/* the logfile, for log_reopen */
 static enum log_level	 log_min = LOG_LEVEL_INFO;
 static int		 log_journal;	/* stderr is the journal */
+static int		 log_fatal_stderr = 1;	/* stderr is still the
+					   starter's (not detached yet) */
 static int		 log_syslog;
 static char		*log_ident;
 
@@ -240,13 +242,45 @@ LOG_FN(log_warn, LOG_LEVEL_WARN, 1)
 LOG_FN(log_errorx, LOG_LEVEL_ERROR, 0)
 
 void
+log_detached(void)
+{
+	log_fatal_stderr = isatty(STDERR_FILENO);
+}
+
+/*
+ * A fatal error, logged, and with a logfile also on stderr while that is
+ * still whoever started semd (not detached yet) or a terminal, as nginx's
+ * "[emerg]": the reason must not hide in a log nobody is reading.
+ */
+static void	fatal_vwrite(int, const char *, va_list)
+		    __attribute__((format(printf, 2, 0)));
+
+static void
+fatal_vwrite(int errno_suffix, const char *fmt, va_list ap)
+{
+	va_list	ap2;
+
+	va_copy(ap2, ap);
+	log_vwrite(LOG_LEVEL_ERROR, errno_suffix, fmt, ap);
+	if (log_fp != NULL && log_fatal_stderr) {
+		fputs("semd: [emerg] ", stderr);
+		vfprintf(stderr, fmt, ap2);
+		if (errno_suffix >= 0)
+			fprintf(stderr, ": %s", strerror(errno_suffix));
+		fputc('\n', stderr);
+		fflush(stderr);
+	}
+	va_end(ap2);
+}
+
+void
 fatal(const char *fmt, ...)
 {
 	int	saved_errno = errno;
 	va_list	ap;
 
 	va_start(ap, fmt);
-	log_vwrite(LOG_LEVEL_ERROR, saved_errno, fmt, ap);
+	fatal_vwrite(saved_errno, fmt, ap);
 	va_end(ap);
 	exit(1);
 }
@@ -257,7 +291,7 @@ fatalx(const char *fmt, ...)
 	va_list	ap;
 
 	va_start(ap, fmt);
-	log_vwrite(LOG_LEVEL_ERROR, -1, fmt, ap);
+	fatal_vwrite(-1, fmt, ap);
 	va_end(ap);
 	exit(1);
 }

@@ -26,6 +26,8 @@ enum log_level {
  * Returns -1 with errno when the file cannot be opened (nothing changed).
  */
 int		 log_open(const char *logfile, enum log_level level);
+/* stderr left the starter: fatal errors go there only if a terminal. */
+void		 log_detached(void);
 /* Open the logfile again (logrotate moved it); -1 with errno, kept open. */
 int		 log_reopen(void);
 /* The logfile in use, or NULL for stderr. */

@@ -346,10 +346,16 @@ metrics_render_daemon(struct server *srv, struct evbuffer *buf)
 		    v->ps.state_id == (enum persist_state)i);
 	metrics_family(buf, "semd_role", "gauge",
 	    "1 for this daemon's role now, 0 for the others.");
+	/*
+	 * waiting_for_redis: no standby, still claiming because Redis does
+	 * not answer; persist.h counts it as ROLE_STANDBY, said apart here.
+	 */
 	for (i = 0; i < ROLE__COUNT; i++)
 		metrics_sample(buf, "semd_role", "role",
 		    persist_role_name((enum persist_role)i),
-		    v->ps.role_id == (enum persist_role)i);
+		    !v->ps.waiting_redis && v->ps.role_id == (enum persist_role)i);
+	metrics_sample(buf, "semd_role", "role", "waiting_for_redis",
+	    v->ps.waiting_redis != 0);
 	metrics_family(buf, "semd_ownership_state", "gauge",
 	    "1 for the ownership state machine's state now, 0 for the "
 	    "others.");
@@ -378,6 +384,13 @@ metrics_healthy(struct server *srv, char *buf, size_t len)
 	switch (ps.role_id) {
 	case ROLE__COUNT:
 	case ROLE_STANDBY:
+		/* Not a standby: still claiming, Redis does not answer. */
+		if (ps.waiting_redis) {
+			snprintf(buf, len, "waiting for redis: %s",
+			    ps.last_error[0] != '\0' ? ps.last_error :
+			    "claiming the data set");
+			return (0);
+		}
 		snprintf(buf, len, "standby: owner %s, epoch %llu", ps.owner,
 		    (unsigned long long)ps.epoch);
 		return (0);

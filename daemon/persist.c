@@ -955,4 +955,6 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	st->last_error = p->last_error;
 	st->durability = p->store != NULL ? p->ops->durability(p->store) :
 	    "-";
+	st->waiting_redis = p->own != NULL && !p->cfg->standby &&
+	    ownership_state(p->own) == OWN_CLAIMING;
 }

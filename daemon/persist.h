@@ -91,6 +91,9 @@ struct persist_stats {
 	const struct histo *batch_ms;	/* acknowledged batches' latency */
 	const char	*last_error;	/* "" when none */
 	const char	*durability;	/* store_durability(), or "-" */
+	int		 waiting_redis;	/* not a standby, yet still claiming
+					   at start-up: Redis does not answer
+					   (reported apart from "standby") */
 };
 
 /* What the server does when the role changes; arg is persist_start's. */

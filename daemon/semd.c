@@ -115,9 +115,15 @@ semd_install_crash_handlers(void)
 	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(semd_fatal) / sizeof(semd_fatal[0]); i++) {
+		/*
+		 * Keep a sanitizer's handler; but not an inherited SIG_IGN
+		 * (make check run in the background ignores SIGQUIT): the
+		 * signals semd documents act as documented whatever it
+		 * inherited.
+		 */
 		if (sigaction(semd_fatal[i].sig, NULL, &old) != 0 ||
 		    (old.sa_flags & SA_SIGINFO) ||
-		    old.sa_handler != SIG_DFL)
+		    (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN))
 			continue;
 		sigaction(semd_fatal[i].sig, &sa, NULL);
 	}
@@ -360,6 +366,7 @@ semd_detach(int fd)
 	dup2(null, STDERR_FILENO);
 	if (null > STDERR_FILENO)
 		close(null);
+	log_detached();
 	if (write(fd, "", 1) != 1)
 		log_warn("cannot tell the parent process semd started");
 	close(fd);
@@ -486,8 +493,6 @@ main(int argc, char **argv)
 	}
 	if (d.cfg.pidfile != NULL)
 		d.pidfd = semd_pidfile(d.cfg.pidfile);
-	if (started_fd >= 0)
-		semd_detach(started_fd);
 
 	d.base = semd_event_base();
 	semd_signals(&d);
@@ -495,6 +500,9 @@ main(int argc, char **argv)
 	    (long)getpid(), event_base_get_method(d.base));
 	semd_seed_random();
 	server_init(&d.srv, &d.cfg, d.base);
+	/* Listening: detach only now, so that a start-up error shows. */
+	if (started_fd >= 0)
+		semd_detach(started_fd);
 
 	event_base_dispatch(d.base);
 

@@ -482,7 +482,7 @@ server_reload_note(void *arg, const char *name, int applied)
 	int	*changed = arg;
 
 	if (applied) {
-		log_info("reload: %s changed", name);
+		log_notice("reload: %s changed", name);
 		(*changed)++;
 	} else
 		log_warnx("reload: %s changed; ignored until a restart", name);
@@ -512,7 +512,8 @@ server_reload(struct server *srv, struct config *next)
 	engine_set_max_sems(srv->engine, (uint32_t)cfg->max_semaphores);
 	server_clip_maxclients(cfg);
 	server_reload_sems(srv, next);
-	log_info("configuration reloaded (%d directive%s changed, %zu "
+	/* notice: a reload that raises loglevel to notice still reports. */
+	log_notice("configuration reloaded (%d directive%s changed, %zu "
 	    "semaphore%s in the file)", changed, changed == 1 ? "" : "s",
 	    cfg->nsems, cfg->nsems == 1 ? "" : "s");
 }

@@ -42,7 +42,6 @@ struct stats_view {
 void	stats_view_get(struct stats_view *v, const struct server *srv);
 
 #define STATS_FIELDS(X)							\
-	X(protocol, NULL, GAUGE, "", (uint64_t)PROTO_VERSION)		\
 	X(pid, NULL, GAUGE, "", v->pid)					\
 	X(uptime, "semd_uptime_seconds", GAUGE,				\
 	    "Seconds since the daemon started.", v->uptime_ms / 1000)	\

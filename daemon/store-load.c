@@ -87,36 +87,61 @@ struct store_load_ctx {
 	int			 repair;	/* something was damaged */
 };
 
+/* A grant of a hash being loaded: its token, and where it is (sorting). */
+struct store_load_order {
+	uint64_t	 token;
+	size_t		 at;		/* its field's index in the reply */
+};
+
+static int
+store_load_order_cmp(const void *a, const void *b)
+{
+	const struct store_load_order	*x = a, *y = b;
+
+	return (x->token < y->token ? -1 : x->token > y->token);
+}
+
 /*
- * Load the grants of semaphore name, the HGETALL reply grants: -1 (and
- * err) when one cannot be read, since serving without it could grant
- * what is held.
+ * Load the grants of semaphore name, the HGETALL reply grants, in token
+ * order (oldest first, as HOLDERS lists them: a Redis hash has no order
+ * of its own): -1 (and err) when one cannot be read, since serving
+ * without it could grant what is held.
  */
 static int
 store_load_grants(struct store *st, struct store_load_ctx *lc,
     const char *name, const redisReply *grants, char *err, size_t errlen)
 {
+	struct store_load_order	*order;
 	enum store_grant_kind	 kind;
 	uint64_t		 token, deadline, left;
 	uint32_t		 n;
-	size_t			 i;
+	size_t			 i, o, norder = 0;
 	char			 hname[PROTO_LABEL_MAX + 1];
 	char			 haddr[STORE_HOLDER_ADDR_MAX];
 
+	order = xcalloc(grants->elements / 2 + 1, sizeof(*order));
 	for (i = 0; i + 1 < grants->elements; i += 2) {
 		const redisReply *f = grants->element[i];
-		const redisReply *val = grants->element[i + 1];
 
-		if (f->type != REDIS_REPLY_STRING ||
-		    val->type != REDIS_REPLY_STRING ||
-		    proto_parse_u64(f->str, f->len, UINT64_MAX, &token) != 0 ||
-		    token == 0 ||
+		order[norder].at = i;
+		if (f->type != REDIS_REPLY_STRING || proto_parse_u64(f->str,
+		    f->len, UINT64_MAX, &order[norder].token) != 0)
+			order[norder].token = 0;	/* refused below */
+		norder++;
+	}
+	qsort(order, norder, sizeof(*order), store_load_order_cmp);
+	for (o = 0; o < norder; o++) {
+		const redisReply *val = grants->element[order[o].at + 1];
+
+		token = order[o].token;
+		if (token == 0 || val->type != REDIS_REPLY_STRING ||
 		    store_decode_grant(val->str, val->len, &n, &kind,
 		    &deadline, hname, haddr) != 0) {
 			snprintf(err, errlen, "a grant of %s in %s{%s}:grants "
 			    "cannot be read: this daemon will not serve the "
 			    "data set without it; repair or delete that field",
 			    name, st->cfg->redis_prefix, name);
+			free(order);
 			return (-1);
 		}
 		if (token > lc->max_token)
@@ -127,6 +152,7 @@ store_load_grants(struct store *st, struct store_load_ctx *lc,
 		    hname[0] != '\0' ? hname : NULL,
 		    haddr[0] != '\0' ? haddr : NULL);
 	}
+	free(order);
 	return (0);
 }
 

@@ -136,6 +136,7 @@ struct store_events {
  * (stored as "-", or by an older semd); lease_left_ms is what is left of
  * a lease on Redis's clock (0 when it has ended), 0 for a bound grant.
  */
+/* A semaphore's grants come in token order, oldest first. */
 struct store_loader {
 	void	(*sem)(void *ctx, const char *name, uint32_t capacity,
 		    int damaged);

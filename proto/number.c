@@ -5,9 +5,9 @@
  *   number   = digits [ "." digits ] [ unit ]
  *   duration units: ms s m h        size units: k kb m mb g gb
  *
- * A bare number is in a unit the caller chooses (seconds for semd-cli, as
- * flock -w and sleep; milliseconds for semd's directives, as the protocol's
- * <ms>). Units are case-insensitive. A fraction is kept to the base unit
+ * A bare number is in a unit the caller chooses: seconds for everything a
+ * person types (semd.conf, semd's flags, semd-cli: PROTO_BARE_DURATION_MULT),
+ * milliseconds only for the protocol's own <ms>. Units are case-insensitive. A fraction is kept to the base unit
  * (1.5s is 1500 ms; 0.0001s is 0 ms). Pure: no locale, no allocation.
  */
 #include <stddef.h>

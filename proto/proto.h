@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define PROTO_VERSION		1
+#define PROTO_VERSION_STR	"1.1"		/* with the 1.1 additions */
 #define PROTO_NAME_MAX		200		/* bytes in a semaphore name */
 #define PROTO_LABEL_MAX		64		/* bytes in a NAME label */
 #define PROTO_INT_MAX		2147483647u	/* 2^31-1: n, capacity, ms */
@@ -190,9 +191,17 @@ int			 proto_parse_units(const char *s, size_t len,
 			    const struct proto_unit *units, uint64_t bare_mult,
 			    uint64_t max, uint64_t *out);
 /*
+ * The one rule for a duration a person types (semd.conf, semd's flags,
+ * semd-cli's options and arguments): a bare number is seconds, as Redis's
+ * "timeout 300"; a suffix gives other units. Only the protocol's own words
+ * (ACQUIRE ... LEASE 500, typed in upper case) keep milliseconds.
+ */
+#define PROTO_BARE_DURATION_MULT	1000
+
+/*
  * A duration in milliseconds: "250ms", "1.5s", "2m", "24h"; a bare number
- * is in bare_mult ms (1000: seconds, as semd-cli; 1: milliseconds, as
- * semd.conf).
+ * is in bare_mult ms (PROTO_BARE_DURATION_MULT for what a person types;
+ * 1 for the protocol's <ms>).
  */
 int			 proto_parse_duration_ms(const char *s, size_t len,
 			    uint64_t bare_mult, uint64_t max_ms,

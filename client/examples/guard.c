@@ -38,7 +38,7 @@ resource_write(uint64_t token, int step)
 int
 main(int argc, char **argv)
 {
-	struct semc_opts	 opts = { 0 };
+	struct semc_opts	 opts = SEMC_OPTS_INIT;
 	struct semc_keeper	*keeper;
 	struct semc		*c;
 	const char		*sem;

@@ -20,6 +20,8 @@
  *	semc_api keeperwatch PORT	the keeper learns of a revoked lease
  *					through WATCH; prints how fast
  *	semc_api version		the version macros and semc_version()
+ *	semc_api opts PORT		struct semc_opts's size, and lease_ms 0
+ *					(a bound permit, never an expired one)
  *	semc_api bound PORT		holds a bound permit of jobs and keeps
  *					its bound (semc_bound_keep) as told on
  *					stdin: "keep MS" keeps it MS ms or until
@@ -96,6 +98,7 @@ handle(const char *port, const char *password, int io_timeout_ms)
 	struct semc		*c;
 
 	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
 	opts.port = atoi(port);
 	opts.password = password;
 	opts.io_timeout_ms = io_timeout_ms;
@@ -195,10 +198,10 @@ scenario_api(const char *port)
 	found = 0;
 	for (i = 0; i < n; i++)
 		found += (strcmp(st[i].key, "protocol") == 0 &&
-		    strcmp(st[i].value, "1") == 0) +
+		    strcmp(st[i].value, "1.1") == 0) +
 		    (strcmp(st[i].key, "grants") == 0 &&
 		    strcmp(st[i].value, "2") == 0);
-	check(found == 2, "semc_stats: protocol=1 and grants=2");
+	check(found == 2, "semc_stats: protocol=1.1 and grants=2");
 	free(st);
 
 	/* tmo: its one permit held, so a TRY is answered TIMEOUT. */
@@ -466,6 +469,7 @@ scenario_keeper(const char *port)
 	memset(&seen, 0, sizeof(seen));
 	pthread_mutex_init(&seen.lock, NULL);
 	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
 	opts.port = atoi(port);
 	k = semc_keeper_new(&opts, keeper_lost, &seen);
 	check(k != NULL, "semc_keeper_new");
@@ -581,6 +585,7 @@ scenario_unix(const char *path)
 	uint64_t		 t;
 
 	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
 	opts.unix_path = path;
 	c = semc_new(&opts);
 	expect(c, semc_ping(c), SEMC_OK, "PING over the Unix socket");
@@ -601,6 +606,7 @@ handle_list(const char *hosts, const char *failover_ms)
 	struct semc		*c;
 
 	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
 	if (strcmp(hosts, "-") != 0)
 		opts.hosts = hosts;
 	opts.failover_timeout_ms = atoi(failover_ms);
@@ -729,6 +735,7 @@ scenario_keeperfail(const char *hosts)
 	memset(&seen, 0, sizeof(seen));
 	pthread_mutex_init(&seen.lock, NULL);
 	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
 	opts.hosts = hosts;
 	opts.io_timeout_ms = 1000;
 	if ((k = semc_keeper_new(&opts, keeper_lost, &seen)) == NULL) {
@@ -804,6 +811,7 @@ scenario_who(const char *port)
 	    "addr=%s cmd=%s", (unsigned long long)me.id, me.addr, me.cmd);
 
 	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
 	opts.port = atoi(port);
 	opts.name = "worker@hostA:42";
 	if ((holder = semc_new(&opts)) == NULL)
@@ -960,6 +968,7 @@ scenario_keeperwatch(const char *port)
 	memset(&seen, 0, sizeof(seen));
 	pthread_mutex_init(&seen.lock, NULL);
 	memset(&opts, 0, sizeof(opts));
+	opts.size = sizeof(opts);
 	opts.port = atoi(port);
 	opts.name = "keeper";
 	if ((k = semc_keeper_new(&opts, keeper_lost, &seen)) == NULL) {
@@ -1015,6 +1024,81 @@ scenario_keeperwatch(const char *port)
 	pthread_mutex_unlock(&seen.lock);
 	semc_keeper_free(k);
 	pthread_mutex_destroy(&seen.lock);
+	semc_free(c);
+}
+
+/* A handle from a struct semc_opts of the given size (and tail byte). */
+static struct semc *
+handle_sized(const char *port, size_t size, int tail)
+{
+	unsigned char		 buf[sizeof(struct semc_opts) + 16];
+	struct semc_opts	*opts = (struct semc_opts *)(void *)buf;
+	struct semc		*c;
+
+	memset(buf, 0, sizeof(buf));
+	opts->size = size;
+	opts->port = atoi(port);
+	if (tail)
+		buf[sizeof(buf) - 1] = 1;
+	if ((c = semc_new(opts)) == NULL) {
+		perror("semc_new");
+		exit(1);
+	}
+	return (c);
+}
+
+static void
+scenario_opts(const char *port)
+{
+	struct semc_opts	 init = SEMC_OPTS_INIT;
+	struct semc		*c;
+	struct semc_check	 chk;
+	struct semc_info	 info;
+	uint64_t		 t;
+
+	check(init.size == sizeof(init) && init.host == NULL &&
+	    init.port == 0, "SEMC_OPTS_INIT sets size (%zu) and nothing else",
+	    init.size);
+
+	c = handle_sized(port, 0, 0);
+	expect(c, semc_ping(c), SEMC_ERR_INVAL, "size 0 (no SEMC_OPTS_INIT)");
+	check(strstr(semc_errmsg(c), "SEMC_OPTS_INIT") != NULL,
+	    "the message says how to fix it: %s", semc_errmsg(c));
+	semc_free(c);
+	c = handle_sized(port, sizeof(void *), 0);
+	expect(c, semc_ping(c), SEMC_ERR_INVAL, "a size too small");
+	semc_free(c);
+	c = handle_sized(port, sizeof(struct semc_opts) + 16, 1);
+	expect(c, semc_ping(c), SEMC_ERR_INVAL, "a newer struct that sets a "
+	    "field this library does not know");
+	check(strstr(semc_errmsg(c), "does not know") != NULL, "says so: %s",
+	    semc_errmsg(c));
+	semc_free(c);
+	c = handle_sized(port, sizeof(struct semc_opts) + 16, 0);
+	expect(c, semc_ping(c), SEMC_OK, "a newer struct whose new fields "
+	    "are 0 (their defaults)");
+	semc_free(c);
+
+	c = handle_sized(port, sizeof(struct semc_opts), 0);
+	expect(c, semc_ping(c), SEMC_OK, "size = sizeof: accepted");
+	expect(c, semc_acquire(c, "jobs", 1, 0, 0, &t), SEMC_OK,
+	    "semc_acquire jobs 1, timeout 0, lease_ms 0");
+	expect(c, semc_check(c, "jobs", t, &chk), SEMC_OK,
+	    "lease_ms 0: the permit is held");
+	check(chk.lease == 0 && chk.ttl_ms == -1 && semc_bound_count(c) == 1,
+	    "lease_ms 0 is no lease: a bound permit (lease=%d ttl=%lld "
+	    "bound=%zu)", chk.lease, (long long)chk.ttl_ms,
+	    semc_bound_count(c));
+	expect(c, semc_release(c, "jobs", t), SEMC_OK,
+	    "its release is OK, not ERR_NOTHELD");
+	expect(c, semc_try(c, "jobs", 1, 0, &t), SEMC_OK, "semc_try lease 0");
+	expect(c, semc_check(c, "jobs", t, &chk), SEMC_OK, "held");
+	check(chk.lease == 0, "semc_try lease_ms 0: bound too");
+	semc_free(c);		/* closing releases a bound permit */
+	c = handle(port, NULL, 0);
+	expect(c, semc_info(c, "jobs", &info), SEMC_OK, "semc_info");
+	check(info.used == 0, "closing the handle released it (used %llu)",
+	    (unsigned long long)info.used);
 	semc_free(c);
 }
 
@@ -1146,6 +1230,8 @@ main(int argc, char **argv)
 		scenario_watchone(argv[2], argv[3], argv[4]);
 	else if (argc >= 3 && strcmp(argv[1], "keeperwatch") == 0)
 		scenario_keeperwatch(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "opts") == 0)
+		scenario_opts(argv[2]);
 	else if (argc >= 3 && strcmp(argv[1], "bound") == 0)
 		scenario_bound(argv[2]);
 	else if (argc >= 2 && strcmp(argv[1], "version") == 0)

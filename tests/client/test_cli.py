@@ -41,7 +41,9 @@ def test_commands_text():
         eq((rc, out), (0, "300000\n"), "refresh 5m -> 300000 (ms)")
         rc, out, _ = cli(p, "info", "db")
         eq((rc, out), (0, "name=db capacity=2 used=1 available=1 "
-                       "holders=1 waiters=0\n"), "info db")
+                       "holders=1 waiters=0 wait_p50_ms=0 wait_p99_ms=0 "
+                       "grants_total=1 timeouts_total=0\n"),
+           "info db: every key INFO sends")
         rc, out, _ = cli(p, "holders", "db")
         rows = out.splitlines()
         ok(rc == 0 and rows[0].split() == ["TOKEN", "N", "KIND", "OWNER",
@@ -59,7 +61,7 @@ def test_commands_text():
         names = [ln.split()[0] for ln in out.splitlines()[1:]]
         eq((rc, names), (0, ["db", "jobs"]), "list: db and jobs")
         rc, out, _ = cli(p, "stats")
-        ok(rc == 0 and "protocol=1\n" in out and "grants=1\n" in out,
+        ok(rc == 0 and "protocol=1.1\n" in out and "grants=1\n" in out,
            "stats: key=value lines", out)
         eq(cli(p, "try", "db", "-n", "2", "--lease", "1s")[0], 1,
            "try -n 2 when 1 is free: exit 1")
@@ -93,7 +95,8 @@ def test_commands_json():
         tok = j["token"]
         eq(jcli(p, "info", "jobs"), (0, {
             "name": "jobs", "capacity": 2, "used": 1, "available": 1,
-            "holders": 1, "waiters": 0}), "--json info")
+            "holders": 1, "waiters": 0, "wait_p50_ms": 0, "wait_p99_ms": 0,
+            "grants_total": 1, "timeouts_total": 0}), "--json info")
         rc, j = jcli(p, "check", "jobs", str(tok))
         ok(rc == 0 and j["n"] == 1 and j["kind"] == "lease" and
            0 < j["ttl_ms"] <= 60000, "--json check", j)
@@ -105,7 +108,7 @@ def test_commands_json():
         rc, j = jcli(p, "list")
         eq((rc, [s["name"] for s in j]), (0, ["jobs"]), "--json list")
         rc, j = jcli(p, "stats")
-        ok(rc == 0 and j["protocol"] == 1 and j["persistence"] == "off",
+        ok(rc == 0 and j["protocol"] == "1.1" and j["persistence"] == "off",
            "--json stats: numbers as numbers, words as strings", j)
         eq(jcli(p, "refresh", "jobs", str(tok), "30s"),
            (0, {"ttl_ms": 30000}), "--json refresh")

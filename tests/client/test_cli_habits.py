@@ -59,9 +59,14 @@ def test_durations():
         ttl = ttl_of(c, "one", tok.strip())
         ok(rc == 0 and ttl is not None and 1000 < ttl <= 1500,
            "--lease 1.5s (ttl_ms %s)" % ttl)
-        rc, out, _ = cli(p, "refresh", "one", tok.strip(), "5000")
+        rc, out, _ = cli(p, "refresh", "one", tok.strip(), "5")
         eq((rc, out), (0, "5000\n"),
-           "refresh's D is the protocol's <ms>: 5000 is 5 s")
+           "refresh's D is a duration as typed anywhere: 5 is 5 s")
+        rc, out, _ = cli(p, "REFRESH", "one", tok.strip(), "5000")
+        eq((rc, out), (0, "5000\n"),
+           "REFRESH in the protocol's spelling: 5000 is its <ms>")
+        rc, out, _ = cli(p, "refresh", "one", tok.strip(), "1500ms")
+        eq((rc, out), (0, "1500\n"), "refresh 1500ms")
         rc, out, _ = cli(p, "refresh", "one", tok.strip(), "2m")
         eq((rc, out), (0, "120000\n"), "refresh 2m")
         for bad in ["1.5x", "x", "", "-1", "1.", ".5", "1 s", "3000000s",
@@ -110,6 +115,12 @@ def test_protocol_words():
         ok(rc == 0 and ttl is not None and 1000 < ttl <= 2000,
            "Try jobs 1 lease 2s: keywords in any case, a unit allowed",
            (rc, tok3, err, ttl))
+        eq(cli(p, "release", "jobs", tok3.strip())[0], 0, "release")
+        rc, tok3, err = cli(p, "try", "jobs", "1", "lease", "2")
+        ttl = ttl_of(c, "jobs", tok3.strip())
+        ok(rc == 0 and ttl is not None and 1000 < ttl <= 2000,
+           "try jobs 1 lease 2: not the protocol's upper case, so a bare "
+           "number is seconds", (rc, tok3, err, ttl))
         rc, out, err = cli(p, "acquire", "jobs", "2", "-n", "3", "--lease",
                            "1")
         ok(rc == 2 and "twice" in err, "a count given twice, differently: "
@@ -163,14 +174,17 @@ def test_pipe():
         ok(wait_until(lambda: c.info("jobs")["used"] == "0", 10),
            "and released when the input ends")
         rc, out, err = cli(p, input="ping\nfrobnicate\ninfo jobs\n")
-        ok(rc == 2 and out.startswith("PONG\nname=jobs") and
+        ok(rc == 2 and out.startswith("PONG\n(error) ERR unknown command "
+                                      "'frobnicate'\nname=jobs") and
            "unknown command 'frobnicate'" in err,
-           "a bad line in the middle: the next runs, exit 2",
+           "a bad line in the middle: its error in place on stdout (as "
+           "redis-cli) and on stderr, the next runs, exit 2",
            (rc, out, err))
         rc, out, err = cli(p, input="info nosuch\nfrobnicate\nping\n")
-        ok(rc == 3 and out == "PONG\n",
-           "a server error is worse than a usage error: exit 3",
-           (rc, out, err))
+        eq((rc, out), (3, "(error) ERR NOSEM no semaphore 'nosuch'\n"
+                       "(error) ERR unknown command 'frobnicate'\nPONG\n"),
+           "a server error is worse than a usage error: exit 3; each "
+           "error in place on stdout")
         rc, out, err = cli(p, input="try t LEASE 60000\n"
                            "try t LEASE 60000\nping\n")
         eq(rc, 1, "not granted is worse than done: exit 1")
@@ -180,12 +194,15 @@ def test_pipe():
         rc, out, err = cli(p, input="ping\nquit\nping\n")
         eq((rc, out), (0, "PONG\n"), "quit ends the input")
         rc, out, err = cli(p, input="run jobs -- true\nping\n")
-        ok(rc == 2 and out == "PONG\n" and "pipe" in err,
+        ok(rc == 2 and out.endswith("\nPONG\n") and
+           out.startswith("(error) ERR run: not from a pipe") and
+           "pipe" in err,
            "run is refused from a pipe", (rc, out, err))
         rc, out, err = cli(p, input="")
         eq((rc, out), (0, ""), "no input: nothing done, exit 0")
         rc, out, err = cli(p, input="ping " + "x" * 10000 + "\nping\n")
-        ok(rc == 2 and out == "PONG\n" and "longer than" in err,
+        ok(rc == 2 and out == "(error) ERR a line longer than 8190 bytes\n"
+           "PONG\n" and "longer than" in err,
            "a line too long is refused, the next runs", (rc, out, err))
         rc, out, err = cli(p, "--json", input="ping\ninfo jobs\n")
         ok(rc == 0 and out.splitlines()[0] == '{"ok":true}' and
@@ -197,6 +214,52 @@ def test_pipe():
            (rc, out, err))
     rc, out, err = cli(free_port(), input="ping\nping\n")
     eq(rc, 4, "nobody listening: exit 4")
+    ok(out.count("(error) ERR CONNECT ") == 2 and len(out.splitlines()) == 2,
+       "nobody listening: one (error) line per command", out)
+
+
+def jcli(port, *args):
+    rc, out, err = cli(port, "--json", *args)
+    try:
+        return rc, json.loads(out)
+    except ValueError:
+        ok(False, "--json %s prints JSON" % " ".join(args), out + err)
+        return rc, None
+
+
+def test_role_name_info_keys():
+    with start_semd("--semaphore", "jobs", "2") as d:
+        p = d.port
+        c = d.connect()
+        raw = c.cmd("ROLE")
+        eq(cli(p, "role")[:2], (0, raw[len("OK "):] + "\n"),
+           "semd-cli role: every key ROLE sends (%s)" % raw)
+        rc, j = jcli(p, "role")
+        ok(rc == 0 and j["role"] == "single" and j["epoch"] == 0 and
+           j["owner"] == "-" and len(j) == len(raw.split()) - 1,
+           "semd-cli --json role: every key, numbers as numbers", j)
+        raw = c.cmd("INFO jobs")
+        want = dict(w.split("=", 1) for w in raw.split()[1:])
+        rc, out, err = cli(p, "info", "jobs")
+        got = dict(w.split("=", 1) for w in out.split())
+        ok(rc == 0 and got == want and "wait_p99_ms" in got and
+           "timeouts_total" in got and "grants_total" in got,
+           "info shows every key INFO sends", (out, raw))
+        rc, j = jcli(p, "info", "jobs")
+        ok(rc == 0 and set(j) == set(want) and j["wait_p50_ms"] == 0,
+           "--json info: every key, numbers as numbers", j)
+        rc, out, err = cli(p, input="name batch-7\ntry jobs\n"
+                           "clients\nbogus-only\n")
+        lines = out.splitlines()
+        ok(rc == 2 and lines[0] == "OK" and
+           any("batch-7" in ln for ln in lines) and
+           lines[-1].startswith("(error) ERR unknown command"),
+           "name LABEL labels the pipe's connection (clients shows it)",
+           (rc, out, err))
+        rc, out, err = cli(p, "name", "bad label!")
+        ok(rc != 0 and "(error)" not in out,
+           "a bad label refused; on the command line errors stay on "
+           "stderr", (rc, out, err))
 
 
 def test_clients_kill_watch():
@@ -311,4 +374,5 @@ def test_clients_kill_watch():
 
 
 run(test_durations, test_protocol_words, test_help, test_pipe,
+    test_role_name_info_keys,
     test_clients_kill_watch, time_limit=120)

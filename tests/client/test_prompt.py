@@ -34,6 +34,19 @@ def test_prompt():
         c = d.connect()
         c.cmd("AUTH pw")
         eq(c.info("jobs")["used"], "1", "the bound permit is held")
+        t.send("run jobs -- echo ran-the-command")
+        ok(t.read_until("ran-the-command\r\n") and
+           "Bad address" not in t.text,
+           "run jobs -- CMD at the prompt runs CMD (its argv is "
+           "NULL-terminated for execvp)", t.text)
+        ok(t.read_until("semd 127.0.0.1:%d> " % d.port),
+           "and the prompt comes back", t.text)
+        t.send("run jobs -- true")
+        ok(t.read_until("semd 127.0.0.1:%d> " % d.port) and
+           "Bad address" not in t.text and "error" not in t.text,
+           "run jobs -- true: no error", t.text)
+        eq(c.info("jobs")["used"], "1", "run released its permit; the "
+           "prompt's bound one stays")
         t.send("info nosuch")
         ok(t.read_until("no semaphore"), "an error is printed, the prompt "
            "goes on", t.text)

@@ -500,6 +500,10 @@ def test_stats():
         eq(st.get("persistence"), "off", "STATS persistence=off")
         eq(st.get("version"), version,
            "STATS version is the version of semd --version")
+        eq(st.get("protocol"), "1.1",
+           "STATS protocol=1.1: the 1.1 commands are served")
+        ok(status == 0 and "(protocol 1.1)" in out,
+           "semd --version names protocol 1.1", out)
         eq(st.get("semaphores"), "2", "STATS semaphores=2")
         eq(st.get("grants"), "0", "STATS grants=0")
         eq(st.get("waiters"), "0", "STATS waiters=0")

@@ -73,6 +73,22 @@ def test_check_mode():
     for v in ("500ms", "30s", "2m", "0", "1500"):
         st, _, err = run_checked(["-t", "--tcp-keepalive", v])
         eq(st, 0, "-t --tcp-keepalive %s (duration) is accepted" % v)
+    # One rule for durations a person types: a bare number is seconds.
+    st, out, err = run_checked(["-T", "--timeout", "300", "--tcp-keepalive",
+                                "90", "--line-timeout", "1.5",
+                                "--auth-timeout", "250ms"])
+    got = dict(l.split(" ", 1) for l in out.splitlines() if " " in l)
+    eq((st, got.get("timeout"), got.get("tcp-keepalive"),
+        got.get("line-timeout"), got.get("auth-timeout")),
+       (0, "5m", "90s", "1500ms", "250ms"),
+       "-T --timeout 300 --tcp-keepalive 90 --line-timeout 1.5: a bare "
+       "number is seconds, a suffix gives other units")
+    st, _, err = run_checked(["-t", "--redis", "127.0.0.1:6379",
+                              "--owner-lease", "100"])
+    ok(st == 1 and "owner-lease" in err and "seconds" in err and
+       "500ms..1m" in err,
+       "--owner-lease 100 (100 s, above 1m) refused, naming the units",
+       (st, err))
     for v in ("4096", "64", "1k", "1kb", "1mb"):
         st, _, err = run_checked(["-t", "--max-line", v])
         eq(st, 0, "-t --max-line %s (size) is accepted" % v)

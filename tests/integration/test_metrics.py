@@ -626,8 +626,43 @@ def test_healthz_redis_outage():
            "semd_persistence_failures_total counted the outage")
 
 
+def test_waiting_for_redis_is_not_standby():
+    """A semd that is no standby, started while Redis does not answer,
+    says "waiting for redis" (healthz, semd_role), not "standby"; one with
+    standby yes stays a standby."""
+    dead = free_port()
+    for standby, want_role, want_body in (
+            ("no", "waiting_for_redis", "waiting for redis: "),
+            ("yes", "standby", "standby: owner -")):
+        mport = free_port()
+        d = start_semd("--redis", "127.0.0.1:%d" % dead, "--standby",
+                       standby, "--metrics-port", str(mport),
+                       wait_ready=False)
+        def status503():
+            try:
+                return http_get(mport, "/healthz")[0] == 503
+            except OSError:
+                return False    # the metrics port is not open yet
+        try:
+            ok(wait_until(status503, 20),
+               "standby %s: /healthz answers 503" % standby)
+            status, _, body = http_get(mport, "/healthz")
+            ok(status == 503 and body.startswith(want_body),
+               "standby %s, Redis down: /healthz says %r" %
+               (standby, want_body), body)
+            _, fams = scrape(mport)
+            roles = {r: value(fams, "semd_role", role=r) for r in
+                     ("single", "owner", "standby", "waiting_for_redis")}
+            eq(roles, {r: (1.0 if r == want_role else 0.0) for r in roles},
+               "standby %s: semd_role{role=%s} 1, the others 0" %
+               (standby, want_role))
+        finally:
+            d.stop()
+
+
 run(test_parser_rejects, test_scrape_under_load, test_cardinality_cap,
     test_cap_reload_and_config, test_grafana_dashboard,
     test_http_errors_and_healthz,
     test_slow_scraper,
-    test_stats_and_info_keys, test_healthz_redis_outage, time_limit=170)
+    test_stats_and_info_keys, test_healthz_redis_outage,
+    test_waiting_for_redis_is_not_standby, time_limit=200)

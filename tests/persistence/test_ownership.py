@@ -13,7 +13,9 @@ serves; `standby yes` needs sync persistence; a foreign owner key blocks
 a start. Every semd runs against a private redis-server."""
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.dont_write_bytecode = True
@@ -86,6 +88,22 @@ def test_second_owner_refused():
                                       "--reclaim-grace", "2s", *owner_args())
         check_refusal(status, text, "127.0.0.1:%d" % p1.port, ro["epoch"],
                       dataset(r), "a second semd (standby no)")
+        # with a logfile: the reason reaches stderr too ([emerg])
+        logf = os.path.join(tempfile.mkdtemp(prefix="semdtest."), "b.log")
+        b = start_semd("--redis", r.addr(), "--reclaim-grace", "2s",
+                       "--logfile", logf, *owner_args(), wait_ready=False)
+        b.check_exit = False
+        try:
+            b.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+        b.stop()
+        with open(b.stderr_path) as f:
+            err = f.read()
+        ok(b.proc.returncode == 1 and "semd: [emerg] " in err and
+           "a second owner could over-grant" in err,
+           "a second owner with a logfile: exit 1, the reason on stderr "
+           "too, not only in the log", (b.proc.returncode, err[-400:]))
         # with a config file too, as an operator would start it
         status, text = semd_must_exit("--redis", r.addr(), "--port", "0",
                                       *SEMS)

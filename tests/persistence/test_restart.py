@@ -301,6 +301,23 @@ def test_tokens_never_go_back():
         p.stop()
 
 
+def test_holders_oldest_first_after_load():
+    """A Redis hash has no order (a hashtable encoding, forced here, lists
+    fields in any order): after a restart HOLDERS must still be oldest
+    first, as before it."""
+    with start_redis(extra=("--hash-max-listpack-entries", "0")) as r:
+        p = start_semd_redis(r, "--semaphore", "s", "40", grace="4s")
+        c = p.connect()
+        toks = [expect_token(c, "TRY s LEASE 120000") for _ in range(40)]
+        eq([int(h["token"]) for h in c.listing("HOLDERS s")], toks,
+           "HOLDERS oldest first before the restart")
+        p.restart()
+        x = p.connect()
+        eq([int(h["token"]) for h in x.listing("HOLDERS s")], toks,
+           "HOLDERS oldest first after the load (grants in token order)")
+
+
 run(test_grants_survive_kill9, test_attach_within_grace, test_leases_resume,
     test_semaphores_survive, test_refresh_and_revoke_persisted,
-    test_tokens_never_go_back, time_limit=180)
+    test_tokens_never_go_back, test_holders_oldest_first_after_load,
+    time_limit=200)

@@ -6,6 +6,7 @@ lines without timestamp and pid when stderr is the journal
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,32 @@ def test_daemonize():
         ok(b"held by a running semd (pid %d)" % pid in p2.stderr,
            "and says which pid holds it", p2.stderr)
         eq(read(pidf).strip(), str(pid), "the pidfile is untouched")
+        # The same with a logfile and daemonize yes: the reason must reach
+        # the terminal too, not only the log (nginx's [emerg]).
+        log2 = os.path.join(TMP, "semd2.log")
+        p3 = subprocess.run(args[:1] + ["--port", "0", "--pidfile", pidf,
+                                        "--logfile", log2, "--daemonize",
+                                        "yes"],
+                            stdin=subprocess.DEVNULL, capture_output=True,
+                            timeout=30)
+        ok(p3.returncode == 1 and b"semd: [emerg] pidfile" in p3.stderr and
+           b"held by a running semd (pid %d)" % pid in p3.stderr and
+           "held by a running semd" in read(log2),
+           "with a logfile and daemonize yes: exit 1, the reason on stderr "
+           "([emerg]) and in the log", (p3.returncode, p3.stderr))
+        # A port in use shows too: semd detaches only once it listens.
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        p4 = subprocess.run([SEMD_BIN, "--bind", "127.0.0.1", "--port",
+                             str(busy.getsockname()[1]), "--logfile", log2,
+                             "--daemonize", "yes"],
+                            stdin=subprocess.DEVNULL, capture_output=True,
+                            timeout=30)
+        busy.close()
+        ok(p4.returncode == 1 and b"[emerg] cannot listen" in p4.stderr,
+           "a port in use with daemonize yes: exit 1 saying so on stderr",
+           (p4.returncode, p4.stderr))
 
         os.kill(pid, signal.SIGTERM)
         ok(wait_until(lambda: not pid_alive(pid)), "SIGTERM stops the "

@@ -60,6 +60,8 @@ def test_install():
         ok(find(files, want), "installs *%s" % want, sorted(files))
     ok(any(re.search(r"/lib/libsemc\.so(\.\d+)*$", f) for f in files),
        "installs the shared libsemc")
+    ok(not find(files, "/lib/libsemc.la"), "libsemc.la is not installed "
+       "(pkg-config says how to link)", sorted(files))
     ok(not find(files, "semd.conf.default"), "no semd.conf.default on a "
        "first install")
 

@@ -106,6 +106,20 @@ semaphore broken x
     expect(n, "AUTH secret", "OK")
     expect(n, "INFO keep", "OK name=keep capacity=2 used=0 available=2 "
            "holders=0 waiters=0")
+
+    # A reload that also sets loglevel notice still reports itself.
+    before = d.log_text().count("configuration reloaded")
+    write(conf, BASE + "requirepass secret\nloglevel notice\n"
+          "semaphore extra 2\n")
+    os.kill(d.pid, signal.SIGHUP)
+    ok(wait_until(lambda: d.log_text().count("configuration reloaded") >
+                  before, 20),
+       "a reload setting loglevel notice still logs its report",
+       d.log_text()[-600:])
+    tail = d.log_text().split("configuration reloaded")[-2]
+    ok("reload: loglevel changed" in tail.splitlines()[-1] or
+       "reload: loglevel changed" in tail,
+       "and says what changed (loglevel)", d.log_text()[-600:])
     d.stop()
 
 

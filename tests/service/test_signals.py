@@ -77,6 +77,29 @@ def test_sigquit_is_logged():
        d.log_text()[-300:])
 
 
+def test_inherited_ignored_sigquit():
+    """Started with SIGQUIT ignored (make check as a background job of a
+    shell), semd still acts on SIGQUIT as documented, and SIGHUP reloads
+    when nohup ignored it."""
+    old_quit = signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        d = start_semd(check_exit=False)
+    finally:
+        signal.signal(signal.SIGQUIT, old_quit)
+        signal.signal(signal.SIGHUP, old_hup)
+    os.kill(d.pid, signal.SIGHUP)
+    ok(wait_until(lambda: "received SIGHUP" in d.log_text(), 10),
+       "an inherited ignored SIGHUP: SIGHUP still reloads", d.log_text())
+    os.kill(d.pid, signal.SIGQUIT)
+    ok(wait_until(lambda: not d.alive(), 10), "an inherited ignored "
+       "SIGQUIT: SIGQUIT still ends semd")
+    status = d.stop()
+    eq(status, -signal.SIGQUIT, "it dies of SIGQUIT (its default action)")
+    ok("killed by SIGQUIT" in d.log_text(), "with a last log line saying so",
+       d.log_text()[-300:])
+
+
 def stop_with_waiters(sig):
     name = signal.Signals(sig).name
     pid = os.path.join(TMP, "semd-%s.pid" % name)
@@ -135,5 +158,6 @@ def test_sigterm_flushes_grants_to_redis():
 
 run(test_usr1_reopens_log, test_hup_reopens_log,
     test_other_signals_ignored_with_a_line, test_sigquit_is_logged,
+    test_inherited_ignored_sigquit,
     test_sigterm, test_sigint, test_waiter_reply_text,
     test_sigterm_flushes_grants_to_redis, time_limit=180)

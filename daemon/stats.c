@@ -15,6 +15,8 @@ stats_view_get(struct stats_view *v, const struct server *srv)
 	engine_get_stats(srv->engine, &v->es);
 	persist_get_stats(srv->persist, &v->ps);
 	v->pid = (uint64_t)getpid();
+	v->connections = conn_count(srv);
+	v->output_bytes = conn_output_bytes(srv);
 	v->uptime_ms = clock_now(&srv->clock) - srv->start_ms;
 	v->rss_bytes = proc_rss_bytes();
 	v->open_fds = proc_open_fds();
@@ -29,18 +31,6 @@ sem_view_get(struct sem_view *r, const struct sem *s)
 	r->holders = s->nholders;
 	r->waiters = s->nwaiters;
 	r->st = &s->stats;
-}
-
-uint64_t
-stats_connections(const struct stats_view *v)
-{
-	return (conn_count(v->srv));
-}
-
-uint64_t
-stats_output_bytes(const struct stats_view *v)
-{
-	return (conn_output_bytes(v->srv));
 }
 
 uint64_t

@@ -28,12 +28,17 @@
 
 struct server;
 
-/* What a row reads: taken once per STATS or scrape. */
+/*
+ * What a row reads: taken once per STATS or scrape, before its reply is
+ * written (output_bytes must not count the reply that shows it).
+ */
 struct stats_view {
 	const struct server	*srv;
 	struct engine_stats	 es;
 	struct persist_stats	 ps;
 	uint64_t		 pid;
+	uint64_t		 connections;
+	uint64_t		 output_bytes;	/* before the reply that shows it */
 	uint64_t		 uptime_ms;
 	uint64_t		 rss_bytes;
 	uint64_t		 open_fds;
@@ -47,7 +52,7 @@ void	stats_view_get(struct stats_view *v, const struct server *srv);
 	    "Seconds since the daemon started.", v->uptime_ms / 1000)	\
 	X(uptime_ms, NULL, GAUGE, "", v->uptime_ms)			\
 	X(connections, "semd_connections", GAUGE,			\
-	    "Client connections open now.", stats_connections(v))	\
+	    "Client connections open now.", v->connections)		\
 	X(connections_total, "semd_connections_total", COUNTER,		\
 	    "Client connections accepted.", stats_server(v)->connections_total) \
 	X(rejected_connections, "semd_rejected_connections_total", COUNTER, \
@@ -55,7 +60,7 @@ void	stats_view_get(struct stats_view *v, const struct server *srv);
 	    stats_server(v)->rejected_total)				\
 	X(output_bytes, "semd_output_bytes", GAUGE,			\
 	    "Replies not yet read by their clients, in bytes.",		\
-	    stats_output_bytes(v))					\
+	    v->output_bytes)						\
 	X(commands, NULL, COUNTER, "", stats_server(v)->commands_total) \
 	X(errors, NULL, COUNTER, "", stats_server(v)->errors_total)	\
 	X(semaphores, "semd_semaphores", GAUGE, "Semaphores now.",	\
@@ -115,8 +120,6 @@ void	sem_view_get(struct sem_view *r, const struct sem *s);
 	    "Acquires answered TIMEOUT.", r->st->timeouts_total)
 
 /* What the rows above read through, so that this header needs no more. */
-uint64_t	stats_connections(const struct stats_view *v);
-uint64_t	stats_output_bytes(const struct stats_view *v);
 uint64_t	stats_owner_lease_ms(const struct stats_view *v);
 uint64_t	stats_reclaim_grace_ms(const struct stats_view *v);
 const struct server_stats *stats_server(const struct stats_view *v);

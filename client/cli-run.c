@@ -7,13 +7,16 @@
  * close, and releases the permit, only once both semd-cli and CMD have
  * closed it. So killing semd-cli, even by SIGKILL, leaves CMD running and
  * the permit held until CMD ends. With --lease the permit is a lease that
- * semd-cli's lease keeper refreshes while CMD runs.
+ * semd-cli's lease keeper refreshes while CMD runs, and that the watcher
+ * (below) keeps refreshing if semd-cli is killed, until CMD ends.
  *
- * While CMD runs, semd-cli forwards the signals a supervisor sends
- * (SIGINT SIGTERM SIGHUP SIGQUIT SIGUSR1 SIGUSR2) to it, and notices at
- * once a permit lost: a watcher process blocks in WATCH on a connection
- * of its own (the keeper WATCHes a lease), and outlives a killed
- * semd-cli to stop CMD itself if the permit is lost then, and if semd closes the holding
+ * CMD runs in a process group of its own, as under timeout(1): every
+ * signal goes to the group, so what CMD started stops with it. While CMD
+ * runs, semd-cli forwards the signals a supervisor sends (SIGINT SIGTERM
+ * SIGHUP SIGQUIT SIGUSR1 SIGUSR2) to it, and notices at once a permit
+ * lost: a watcher process blocks in WATCH on a connection of its own
+ * (the keeper WATCHes a lease too), and outlives a killed semd-cli to
+ * stop CMD itself if the permit is lost then, and if semd closes the holding
  * connection semd-cli reconnects and ATTACHes the permit again (semd with
  * persistence keeps it through a restart, a standby that takes over keeps
  * it too). A permit revoked, expired or refused on ATTACH is lost.
@@ -334,9 +337,29 @@ cli_run_env_free(struct cli_run *r, char **env)
 }
 
 /*
- * fork and exec CMD with the signal mask and handlers semd-cli found,
- * the permit in its environment, and, for a bound permit, the holding
- * connection's descriptor left open across exec.
+ * Signal CMD's process group, as timeout(1) does: what CMD started (a
+ * shell's children) is guarded by the permit too, and must stop with it.
+ * The group is CMD's pid (cli_run_spawn); if it is gone, CMD alone.
+ */
+static void
+cli_run_kill(pid_t pid, int sig)
+{
+	if (kill(-pid, sig) == -1)
+		kill(pid, sig);
+}
+
+/* 1 while CMD or anything left in its process group runs. */
+static int
+cli_run_group_alive(pid_t pid)
+{
+	return (kill(-pid, 0) == 0 || kill(pid, 0) == 0);
+}
+
+/*
+ * fork and exec CMD, in a process group of its own (signalled whole on
+ * loss, as timeout(1) does), with the signal mask and handlers semd-cli
+ * found, the permit in its environment, and, for a bound permit, the
+ * holding connection's descriptor left open across exec.
  */
 static pid_t
 cli_run_spawn(struct cli_run *r, char **env, const sigset_t *blocked,
@@ -347,9 +370,13 @@ cli_run_spawn(struct cli_run *r, char **env, const sigset_t *blocked,
 
 	sigprocmask(SIG_BLOCK, blocked, NULL);
 	if ((pid = fork()) != 0) {
+		/* Both sides set the group, so it exists before either acts. */
+		if (pid > 0)
+			setpgid(pid, pid);
 		sigprocmask(SIG_SETMASK, old, NULL);
 		return (pid);
 	}
+	setpgid(0, 0);
 	cli_run_child_signals(old);
 	if (!r->lease && (fd = semc_fd(r->cli->c)) != -1)
 		fcntl(fd, F_SETFD, 0);		/* no FD_CLOEXEC */
@@ -383,13 +410,38 @@ cli_run_watcher_orphaned(struct cli_run *r, int code)
 	    code == CLI_WATCH_NOTHELD ? "semd says it is not held" :
 	    semc_reasonname(code - CLI_WATCH_ENDED), r->a->argv[0],
 	    (long long)r->a->run.kill_after_ms);
-	kill(r->pid, SIGTERM);
+	cli_run_kill(r->pid, SIGTERM);
 	until = cli_now_ms() + r->a->run.kill_after_ms;
-	while (kill(r->pid, 0) == 0 && cli_now_ms() < until)
+	while (cli_run_group_alive(r->pid) && cli_now_ms() < until)
 		poll(NULL, 0, 50);
-	if (kill(r->pid, 0) == 0)
-		kill(r->pid, SIGKILL);
+	if (cli_run_group_alive(r->pid))
+		cli_run_kill(r->pid, SIGKILL);
 	_exit(0);
+}
+
+/* How often the watcher looks at a lease: a third of it. */
+static int64_t
+cli_run_lease_every_ms(const struct cli_run *r)
+{
+	return (r->a->lease_ms / 3 > 0 ? r->a->lease_ms / 3 : 1);
+}
+
+/*
+ * A lease is still held. While semd-cli lives its keeper refreshes it;
+ * once semd-cli is gone (killed, even by SIGKILL) the watcher keeps it
+ * while CMD (or anything in its group) runs, and releases it after.
+ */
+static void
+cli_run_watcher_keep_lease(struct cli_run *r, pid_t parent, struct semc *w)
+{
+	if (getppid() == parent)
+		return;
+	if (!cli_run_group_alive(r->pid)) {
+		semc_release(w, r->sem, r->token);
+		_exit(0);
+	}
+	(void)semc_refresh(w, r->sem, r->token, (uint32_t)r->a->lease_ms,
+	    NULL);
 }
 
 /*
@@ -399,7 +451,9 @@ cli_run_watcher_orphaned(struct cli_run *r, int code)
  * in a process group of its own, so that a terminal's Ctrl-C meant for
  * CMD does not end it, and it outlives semd-cli as long as CMD does: if
  * semd-cli is killed, the watcher still stops CMD when its permit is lost
- * (and ends when CMD ends, which closes the inherited connection).
+ * (and ends when CMD ends, which closes the inherited connection). A
+ * lease it WATCHes a third of the lease at a time, and keeps it once
+ * semd-cli is gone (cli_run_watcher_keep_lease).
  */
 static void __attribute__((noreturn))
 cli_run_watcher(struct cli_run *r, pid_t parent, const sigset_t *old)
@@ -420,7 +474,12 @@ cli_run_watcher(struct cli_run *r, pid_t parent, const sigset_t *old)
 	if ((w = semc_new(&opts)) == NULL)
 		_exit(1);
 	for (;;) {
-		err = semc_watch(w, r->sem, r->token, SEMC_FOREVER, &reason);
+		err = semc_watch(w, r->sem, r->token, r->lease ?
+		    cli_run_lease_every_ms(r) : SEMC_FOREVER, &reason);
+		if (err == SEMC_TIMEOUT) {
+			cli_run_watcher_keep_lease(r, parent, w);
+			continue;
+		}
 		if (err == SEMC_OK)
 			code = CLI_WATCH_ENDED + (int)reason;
 		else if (err == SEMC_ERR_NOTHELD || err == SEMC_ERR_NOSEM)
@@ -484,10 +543,10 @@ cli_run_lose_bound(struct cli_run *r, const char *why, int bound)
 		kill_after_ms = r->margin_ms / 2;
 	fprintf(stderr, "semd-cli: stopping %s: SIGTERM, then SIGKILL after "
 	    "%lld ms\n", r->a->argv[0], (long long)kill_after_ms);
-	kill(r->pid, SIGTERM);
+	cli_run_kill(r->pid, SIGTERM);
 	r->kill_ms = cli_now_ms() + kill_after_ms;
 	if (kill_after_ms == 0) {
-		kill(r->pid, SIGKILL);
+		cli_run_kill(r->pid, SIGKILL);
 		r->kill_ms = -1;
 	}
 }
@@ -610,7 +669,7 @@ cli_run_timeout(const struct cli_run *r)
 	if (!r->lease && !r->lost && !r->broken && r->keep_ms >= 0 &&
 	    (next == -1 || r->keep_ms < next))
 		next = r->keep_ms;
-	if (!r->lease && !r->lost && !r->watch_unknown && r->watcher == -1 &&
+	if (!r->lost && !r->watch_unknown && r->watcher == -1 &&
 	    (next == -1 || r->watcher_next_ms < next))
 		next = r->watcher_next_ms;
 	if (r->kill_ms >= 0 && (next == -1 || r->kill_ms < next))
@@ -650,11 +709,18 @@ cli_run_wait(struct cli_run *r, const sigset_t *blocked, const sigset_t *old)
 			n = read(cli_run_pipe[0], sigs, sizeof(sigs));
 			for (i = 0; i < n; i++) {
 				if (sigs[i] != SIGCHLD)
-					kill(r->pid, sigs[i]);
+					cli_run_kill(r->pid, sigs[i]);
 			}
 		}
-		if (waitpid(r->pid, &status, WNOHANG) == r->pid)
+		if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+			/*
+			 * CMD ended after its permit was lost: what it left
+			 * in its group ignored SIGTERM and runs unguarded.
+			 */
+			if (r->lost && !r->a->run.on_loss_ignore)
+				cli_run_kill(r->pid, SIGKILL);
 			return (status);
+		}
 		if (r->watcher != -1 &&
 		    waitpid(r->watcher, &status, WNOHANG) == r->watcher)
 			cli_run_watcher_ended(r, status);
@@ -671,13 +737,13 @@ cli_run_wait(struct cli_run *r, const sigset_t *blocked, const sigset_t *old)
 		if (pfd[2].fd != -1 && (pfd[2].revents & POLLIN))
 			cli_run_lose(r, "the lease keeper lost the lease "
 			    "(revoked, expired, or not refreshed in time)");
-		if (!r->lease && !r->lost && !r->watch_unknown &&
+		if (!r->lost && !r->watch_unknown &&
 		    r->watcher == -1 && cli_now_ms() >= r->watcher_next_ms)
 			cli_run_start_watcher(r, blocked, old);
 		if (r->kill_ms >= 0 && cli_now_ms() >= r->kill_ms) {
 			fprintf(stderr, "semd-cli: %s did not end within "
 			    "--kill-after: SIGKILL\n", r->a->argv[0]);
-			kill(r->pid, SIGKILL);
+			cli_run_kill(r->pid, SIGKILL);
 			r->kill_ms = -1;
 		}
 	}
@@ -764,8 +830,7 @@ cli_run(struct cli *cli, const struct cli_args *a)
 		cli_run_env_free(&r, env);
 		return (CLI_EXIT_SERVER);
 	}
-	if (!r.lease)
-		cli_run_start_watcher(&r, &blocked, &old);
+	cli_run_start_watcher(&r, &blocked, &old);
 	if ((status = cli_run_wait(&r, &blocked, &old)) == -1) {
 		perror("semd-cli: run");
 		kill(r.pid, SIGTERM);

@@ -13,36 +13,28 @@ from typing import Any, Callable, List, Optional
 from . import protocol
 from .errors import (AcquireLost, ConnectFailed, ProtocolError, ReplyLost,
                      SemdError, Standby)
+from .connection import ConnectionSettings, LostFn
 from .hosts import Addresses, Search, format_address
 
 MAX_REPLY_LINE = 1 << 20
-
-LostFn = Callable[[object, SemdError], None]
 
 
 class _IOFailed(Exception):
     pass
 
 
-class AsyncConnection:
+class AsyncConnection(ConnectionSettings):
     """See connection.Connection; ``lock`` is an asyncio.Lock."""
 
     def __init__(self, addresses: Addresses, password: Optional[str],
                  name: Optional[str], connect_timeout: float,
                  io_timeout: float, failover_timeout: Optional[float],
                  on_lost: Optional[LostFn] = None) -> None:
-        self.addresses = addresses
-        self.password = password
-        self.name = name
-        self.connect_timeout = connect_timeout
-        self.io_timeout = io_timeout
-        self.failover_timeout = failover_timeout
-        self.on_lost = on_lost
+        super().__init__(addresses, password, name, connect_timeout,
+                         io_timeout, failover_timeout, on_lost)
         self.lock = asyncio.Lock()
         self.reader: Optional[asyncio.StreamReader] = None
         self.writer: Optional[asyncio.StreamWriter] = None
-        self.bound: List[Any] = []      # AsyncPermit objects
-        self.ever_connected = False
 
     def close(self) -> None:
         if self.writer is not None:

@@ -39,9 +39,9 @@ class _IOFailed(Exception):
     """The connection failed (closed, timed out, reset)."""
 
 
-class Connection:
-    """A connection that knows how to reach the owner. ``bound`` lists the
-    permits (objects with ``sem`` and ``token``) bound to it, which are
+class ConnectionSettings:
+    """What a connection, sync or asyncio, is opened with, and the permits
+    bound to it (``bound``: objects with ``sem`` and ``token``), which are
     ATTACHed again whenever it is reopened."""
 
     def __init__(self, addresses: Addresses, password: Optional[str],
@@ -55,11 +55,23 @@ class Connection:
         self.io_timeout = io_timeout
         self.failover_timeout = failover_timeout
         self.on_lost = on_lost
+        self.bound: List[Any] = []
+        self.ever_connected = False
+
+
+class Connection(ConnectionSettings):
+    """A connection that knows how to reach the owner (ConnectionSettings
+    says with what)."""
+
+    def __init__(self, addresses: Addresses, password: Optional[str],
+                 name: Optional[str], connect_timeout: float,
+                 io_timeout: float, failover_timeout: Optional[float],
+                 on_lost: Optional[LostFn] = None) -> None:
+        super().__init__(addresses, password, name, connect_timeout,
+                         io_timeout, failover_timeout, on_lost)
         self.lock = threading.RLock()
         self.sock: Optional[socket.socket] = None
         self.buf = bytearray()
-        self.bound: List[Any] = []      # Permit objects
-        self.ever_connected = False
 
     # -- the socket ------------------------------------------------------
 

@@ -20,13 +20,15 @@
  *
  * Tokens: Redis's bound (P tokens) is kept at least TOKEN_BLOCK / 2 ahead
  * of the last token issued, raised inside the same fenced script call as
- * the grants that need it. A grant therefore never costs an extra round trip,
- * and after any crash the bound is above every token a client ever saw.
+ * the grants that need it. A grant therefore never costs an extra round
+ * trip, and after any crash the bound is above every token a client ever saw.
  *
  * If Redis comes back with a lower bound than it acknowledged (flushed,
- * restarted without its data, restored from an old snapshot), or if the
- * backlog outgrew persistence-backlog, Redis is rewritten from memory:
- * semd's memory is the truth, Redis its copy.
+ * restarted without its data, restored from an old snapshot), if a write
+ * or heartbeat had to put the owner key back (the fence says so), or if
+ * the backlog outgrew persistence-backlog, Redis is rewritten from memory,
+ * each semaphore's keys deleted first: semd's memory is the truth, Redis
+ * its copy.
  *
  * Ownership (owner.c) decides whether this daemon may write at all: it
  * claims the data set, calls back here to load it and to serve, and to
@@ -36,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <uthash.h>
 
@@ -45,7 +46,6 @@
 #include "owner.h"
 #include "persist.h"
 #include "store.h"
-#include "timers.h"
 
 #define TOKEN_BLOCK		1000
 

@@ -21,8 +21,10 @@ from typing import (Any, Awaitable, Callable, Dict, Generator, List,
 
 from . import protocol
 from .aio_connection import AsyncConnection
+from .client import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_FAILOVER_TIMEOUT,
+                     DEFAULT_IO_TIMEOUT, ClientSettings)
 from .errors import NotGranted, NotHeld, PermitLost, ReplyLost, SemdError
-from .hosts import Addresses, Search
+from .hosts import Search
 from .protocol import Duration
 
 T = TypeVar("T")
@@ -120,24 +122,19 @@ class _Acquiring:
         await self._permit.__aexit__(exc_type, exc, tb)
 
 
-class AsyncClient:
+class AsyncClient(ClientSettings):
     """The asyncio client; the arguments are those of semd.Client. Use it
     from one event loop."""
 
     def __init__(self, hosts: Union[None, str, Sequence[str]] = None,
                  name: Optional[str] = None, password: Optional[str] = None,
-                 *, failover_timeout: Optional[Duration] = 15.0,
-                 connect_timeout: Duration = 5.0,
-                 io_timeout: Duration = 10.0) -> None:
-        self._addresses = Addresses(hosts)
-        self.name = None if name is None else protocol.check_label(name)
-        self._password = password
-        self._failover = None if failover_timeout is None else \
-            protocol.to_ms(failover_timeout, "failover_timeout") / 1000.0
-        self._connect_timeout = protocol.to_ms(
-            connect_timeout, "connect_timeout", 1) / 1000.0
-        self._io_timeout = protocol.to_ms(io_timeout, "io_timeout",
-                                          1) / 1000.0
+                 *, failover_timeout: Optional[Duration] =
+                 DEFAULT_FAILOVER_TIMEOUT,
+                 connect_timeout: Duration = DEFAULT_CONNECT_TIMEOUT,
+                 io_timeout: Duration = DEFAULT_IO_TIMEOUT) -> None:
+        ClientSettings.__init__(self, hosts, name, password,
+                                failover_timeout, connect_timeout,
+                                io_timeout)
         self._idle: List[AsyncConnection] = []
         self._permits: Set[AsyncPermit] = set()
         self._closed = False

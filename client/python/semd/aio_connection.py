@@ -11,9 +11,9 @@ import socket
 from typing import Any, Callable, List, Optional
 
 from . import protocol
-from .errors import (AcquireLost, ConnectFailed, ProtocolError, ReplyLost,
+from .errors import (ConnectFailed, ProtocolError, ReplyLost,
                      SemdError, Standby)
-from .connection import ConnectionSettings, LostFn
+from .connection import ConnectionSettings, LostFn, reply_lost
 from .hosts import Addresses, Search, format_address
 
 MAX_REPLY_LINE = 1 << 20
@@ -100,21 +100,11 @@ class AsyncConnection(ConnectionSettings):
                 reply.lines = [protocol.parse_kv(
                     (await self.read_line(0)).split()) for _ in range(k)]
         except _IOFailed as e:
-            if acquire:
-                raise AcquireLost("the reply to an acquire was lost (%s): "
-                                  "a permit may have been granted and "
-                                  "lost" % e) from None
-            raise ReplyLost("the reply was lost (%s): the outcome is "
-                            "unknown" % e) from None
+            raise reply_lost(e, acquire) from None
         except ProtocolError:
             self.close()
             raise
-        if reply.kind == "ERR":
-            if reply.code == "TOOLONG":
-                self.close()
-            elif reply.code == "STANDBY":
-                self.addresses.learn_owner(protocol.standby_owner(reply))
-        return reply
+        return self.after_reply(reply)
 
     async def _handshake(self, line: str) -> protocol.Reply:
         try:

@@ -34,7 +34,25 @@ DEFAULT_IO_TIMEOUT = 10.0
 POOL_MAX = 64           # idle connections kept for reuse
 
 
-class Client:
+
+class ClientSettings:
+    """The arguments of Client and AsyncClient, checked and in seconds."""
+
+    def __init__(self, hosts: Union[None, str, Sequence[str]],
+                 name: Optional[str], password: Optional[str],
+                 failover_timeout: Optional[Duration],
+                 connect_timeout: Duration, io_timeout: Duration) -> None:
+        self._addresses = Addresses(hosts)
+        self.name = None if name is None else protocol.check_label(name)
+        self._password = password
+        self._failover = None if failover_timeout is None else \
+            protocol.to_ms(failover_timeout, "failover_timeout") / 1000.0
+        self._connect_timeout = protocol.to_ms(
+            connect_timeout, "connect_timeout", 1) / 1000.0
+        self._io_timeout = protocol.to_ms(io_timeout, "io_timeout",
+                                          1) / 1000.0
+
+class Client(ClientSettings):
     """A client of semd (or of an owner and its standbys).
 
     hosts: a list of ``"host:port"`` or one comma-separated string; None
@@ -52,15 +70,9 @@ class Client:
                  DEFAULT_FAILOVER_TIMEOUT,
                  connect_timeout: Duration = DEFAULT_CONNECT_TIMEOUT,
                  io_timeout: Duration = DEFAULT_IO_TIMEOUT) -> None:
-        self._addresses = Addresses(hosts)
-        self.name = None if name is None else protocol.check_label(name)
-        self._password = password
-        self._failover = None if failover_timeout is None else \
-            protocol.to_ms(failover_timeout, "failover_timeout") / 1000.0
-        self._connect_timeout = protocol.to_ms(
-            connect_timeout, "connect_timeout", 1) / 1000.0
-        self._io_timeout = protocol.to_ms(io_timeout, "io_timeout",
-                                          1) / 1000.0
+        ClientSettings.__init__(self, hosts, name, password,
+                                failover_timeout, connect_timeout,
+                                io_timeout)
         self._lock = threading.Lock()
         self._idle: List[Connection] = []
         self._keeper: Optional[Keeper] = None

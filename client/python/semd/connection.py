@@ -39,6 +39,17 @@ class _IOFailed(Exception):
     """The connection failed (closed, timed out, reset)."""
 
 
+def reply_lost(cause: Exception, acquire: bool) -> SemdError:
+    """The error for a reply that never came: for an acquire, a permit may
+    have been granted and lost; otherwise the outcome is unknown. Never
+    sent again (libsemc(3)'s rule)."""
+    if acquire:
+        return AcquireLost("the reply to an acquire was lost (%s): a permit "
+                           "may have been granted and lost" % cause)
+    return ReplyLost("the reply was lost (%s): the outcome is unknown" %
+                     cause)
+
+
 class ConnectionSettings:
     """What a connection, sync or asyncio, is opened with, and the permits
     bound to it (``bound``: objects with ``sem`` and ``token``), which are
@@ -57,6 +68,19 @@ class ConnectionSettings:
         self.on_lost = on_lost
         self.bound: List[Any] = []
         self.ever_connected = False
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def after_reply(self, reply: protocol.Reply) -> protocol.Reply:
+        """What an error reply means for the connection: TOOLONG closes it
+        (semd closes it too), STANDBY names the owner to try next."""
+        if reply.kind == "ERR":
+            if reply.code == "TOOLONG":
+                self.close()
+            elif reply.code == "STANDBY":
+                self.addresses.learn_owner(protocol.standby_owner(reply))
+        return reply
 
 
 class Connection(ConnectionSettings):
@@ -164,21 +188,11 @@ class Connection(ConnectionSettings):
                 reply.lines = [protocol.parse_kv(self.read_line(0).split())
                                for _ in range(k)]
         except _IOFailed as e:
-            if acquire:
-                raise AcquireLost("the reply to an acquire was lost (%s): "
-                                  "a permit may have been granted and "
-                                  "lost" % e) from None
-            raise ReplyLost("the reply was lost (%s): the outcome is "
-                            "unknown" % e) from None
+            raise reply_lost(e, acquire) from None
         except ProtocolError:
             self.close()
             raise
-        if reply.kind == "ERR":
-            if reply.code == "TOOLONG":
-                self.close()            # semd closes it too
-            elif reply.code == "STANDBY":
-                self.addresses.learn_owner(protocol.standby_owner(reply))
-        return reply
+        return self.after_reply(reply)
 
     # -- opening ---------------------------------------------------------
 

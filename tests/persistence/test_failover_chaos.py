@@ -482,7 +482,12 @@ def test_failover_chaos():
         ok(counts.get("grants", 0) >= 2 * CLIENTS,
            "(c) real progress: %d grants acknowledged" %
            counts.get("grants", 0))
-        if any(a[0] in ("kill", "partition") for a in events):
+        # Only a bound permit whose connection closed under its holder
+        # can be ATTACHed back. A kill closes them at once; a partition
+        # refuses grants (ERR UNAVAILABLE) for over a second before the
+        # owner gives up, so its holders may all have released by then
+        # (seed 11 has no kill: no bound connection was ever lost).
+        if counts.get("bound conn lost", 0) > 0:
             ok(counts.get("attach OK", 0) > 0, "bound permits were ATTACHed "
                "back on the new owner (%d)" % counts.get("attach OK", 0),
                repr(counts))

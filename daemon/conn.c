@@ -754,6 +754,13 @@ conn_close_now(struct conn *c)
 	evbuffer_unfreeze(out, 1);
 	evbuffer_drain(out, evbuffer_get_length(out));
 	evbuffer_freeze(out, 1);
+	/*
+	 * The client sees the end now, before any reply this turn writes
+	 * (KILL's OK to the killer, say): c is freed, and its socket closed,
+	 * only when resume_ev runs, at the client priority, after them.
+	 */
+	if (bufferevent_getfd(c->bev) >= 0)
+		shutdown(bufferevent_getfd(c->bev), SHUT_RDWR);
 	event_active(c->resume_ev, 0, 0);
 }
 

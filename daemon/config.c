@@ -108,6 +108,11 @@ static const struct config_directive directives[] = {
 	    0 },
 	{ "redis-timeout",	CONF_DURATION, 10, 60000, "1s",
 	    OFF(redis_timeout_ms), 0 },
+	/* WAIT after every fenced write: 0 (off) to Redis's replica limit. */
+	{ "redis-min-replicas",	CONF_INT, 0, 64, "0", OFF(redis_min_replicas),
+	    0 },
+	{ "redis-replica-timeout", CONF_DURATION, 10, 60000, "1s",
+	    OFF(redis_replica_timeout_ms), 0 },
 	{ "reclaim-grace",	CONF_DURATION, 0, 86400000, "10s",
 	    OFF(reclaim_grace_ms), 0 },
 	{ "persistence-backlog", CONF_INT, 1, 100000000, "100000",
@@ -143,7 +148,7 @@ static const char usage_text[] =
 "            pidfile daemonize semaphore persistence redis\n"
 "            redis-password redis-db redis-prefix redis-timeout\n"
 "            reclaim-grace persistence-backlog persistence-pipeline\n"
-"            owner-lease standby\n"
+"            owner-lease standby redis-min-replicas redis-replica-timeout\n"
 "            advertise metrics-port metrics-bind metrics-max-semaphores\n"
 "durations: a bare number is seconds (--timeout 300); or give a unit:\n"
 "            250ms, 1.5s, 5m, 1h\n"
@@ -666,6 +671,25 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 	}
 	if (config_redis_addr(cfg, err, errlen) != 0)
 		return (-1);
+	/*
+	 * A renewal counts once replicas acknowledged it: waiting as long as
+	 * half the lease would let the lease run out between two of them.
+	 */
+	if (cfg->redis_min_replicas > 0 && cfg->persistence == PERSIST_NONE) {
+		snprintf(err, errlen, "redis-min-replicas %lld needs "
+		    "persistence (a redis to write to)",
+		    (long long)cfg->redis_min_replicas);
+		return (-1);
+	}
+	if (cfg->redis_min_replicas > 0 && cfg->redis_replica_timeout_ms >=
+	    cfg->owner_lease_ms / 2) {
+		snprintf(err, errlen, "redis-replica-timeout (%lld ms) must be "
+		    "below half of owner-lease (%lld ms): every renewal of the "
+		    "ownership waits for the replicas",
+		    (long long)cfg->redis_replica_timeout_ms,
+		    (long long)cfg->owner_lease_ms);
+		return (-1);
+	}
 	if (cfg->redis_prefix == NULL)
 		cfg->redis_prefix = xstrdup("");
 	/* A standby is safe only if no grant is answered before it is owned. */

@@ -64,6 +64,8 @@ struct config {
 	int64_t			 redis_db;
 	char			*redis_prefix;
 	int64_t			 redis_timeout_ms;
+	int64_t			 redis_min_replicas; /* WAIT for them; 0: off */
+	int64_t			 redis_replica_timeout_ms; /* WAIT's bound */
 	int64_t			 reclaim_grace_ms;
 	int64_t			 persistence_backlog;
 	int64_t			 persistence_pipeline; /* batches in flight */

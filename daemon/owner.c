@@ -440,7 +440,9 @@ ownership_claimed(struct ownership *o, const struct store_owner *own,
 		return;
 	}
 	o->claim_backoff_ms = 0;
-	log_repeat_end(&o->claim_failure, o->subject);
+	/* Our own key, unanswered or unreplicated: not over yet. */
+	if (!own->wait)
+		log_repeat_end(&o->claim_failure, o->subject);
 	if (own->tokens > o->seen_tokens)
 		o->seen_tokens = own->tokens;
 	if (own->epoch_lost) {

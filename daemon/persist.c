@@ -955,6 +955,8 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	st->last_error = p->last_error;
 	st->durability = p->store != NULL ? p->ops->durability(p->store) :
 	    "-";
+	st->unacked_writes = p->store != NULL ?
+	    p->ops->unacked_writes(p->store) : 0;
 	st->waiting_redis = p->own != NULL && !p->cfg->standby &&
 	    ownership_state(p->own) == OWN_CLAIMING;
 }

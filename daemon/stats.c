@@ -45,6 +45,18 @@ stats_reclaim_grace_ms(const struct stats_view *v)
 	return ((uint64_t)v->srv->cfg->reclaim_grace_ms);
 }
 
+uint64_t
+stats_redis_min_replicas(const struct stats_view *v)
+{
+	return ((uint64_t)v->srv->cfg->redis_min_replicas);
+}
+
+uint64_t
+stats_redis_replica_timeout_ms(const struct stats_view *v)
+{
+	return ((uint64_t)v->srv->cfg->redis_replica_timeout_ms);
+}
+
 const struct server_stats *
 stats_server(const struct stats_view *v)
 {

@@ -85,6 +85,14 @@ void	stats_view_get(struct stats_view *v, const struct server *srv);
 	X(persistence_failures, "semd_persistence_failures_total", COUNTER, \
 	    "Batches, Redis connections, ownerships or loads that failed.", \
 	    v->ps.failures)						\
+	X(redis_min_replicas, "semd_redis_min_replicas", GAUGE,		\
+	    "Replicas that must acknowledge a write (0: not asked).",	\
+	    stats_redis_min_replicas(v))				\
+	X(redis_replica_timeout_ms, NULL, GAUGE, "",			\
+	    stats_redis_replica_timeout_ms(v))				\
+	X(redis_unacked_writes, "semd_redis_unacked_writes_total", COUNTER, \
+	    "Writes (batches, renewals, claims) too few replicas "	\
+	    "acknowledged: not counted as written.", v->ps.unacked_writes) \
 	X(used_memory_rss, "process_resident_memory_bytes", GAUGE,	\
 	    "Resident memory size in bytes.", v->rss_bytes)		\
 	X(open_fds, "process_open_fds", GAUGE, "Open file descriptors.", \
@@ -122,6 +130,8 @@ void	sem_view_get(struct sem_view *r, const struct sem *s);
 /* What the rows above read through, so that this header needs no more. */
 uint64_t	stats_owner_lease_ms(const struct stats_view *v);
 uint64_t	stats_reclaim_grace_ms(const struct stats_view *v);
+uint64_t	stats_redis_min_replicas(const struct stats_view *v);
+uint64_t	stats_redis_replica_timeout_ms(const struct stats_view *v);
 const struct server_stats *stats_server(const struct stats_view *v);
 
 #endif /* SEMD_STATS_H */

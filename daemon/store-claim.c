@@ -4,6 +4,13 @@
  * behind batches: one script call (STORE_LUA_CLAIM) and its answer. Once
  * the data set is ours the connection goes: the owner renews its lease
  * with every batch and heartbeat of the pipeline (store-redis.c).
+ *
+ * With redis-min-replicas, WAIT follows the script, and a claim that made
+ * us the owner counts only once enough replicas have it: a replica
+ * promoted without it would let another daemon claim the same data set.
+ * A claim they did not acknowledge is reported as one that failed; our
+ * key on the master then expires unused (the next claim finds it and
+ * waits, store.h's claim).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,8 +22,9 @@
 #include "store-scripts.h"
 #include "timers.h"
 
-/* The claim script's answer: its tag on the claim connection. */
+/* The claim script's answer, and WAIT's: their tags. */
 #define CLAIM_EVAL	STORE_CONN_TAG_MIN
+#define CLAIM_WAIT	(STORE_CONN_TAG_MIN + 1)
 
 /* store_conn_events.failed: the claim could not be made. */
 static void
@@ -71,7 +79,22 @@ store_claim_decode(struct store *st, const redisReply *r,
 	return (0);
 }
 
-/* store_conn_events.reply: the claim script answered r. */
+/*
+ * Our claim took the data set, but too few replicas acknowledged it: not
+ * ours after all. Fail the claim (the connection goes, as after a lost
+ * answer); ownership backs off and claims again.
+ */
+static void
+store_claim_unreplicated(struct store *st, const char *why)
+{
+	char	msg[300];
+
+	/* No epoch in it: the same failure is logged once, then counted. */
+	snprintf(msg, sizeof(msg), "claim: %s", why);
+	store_conn_fail(&st->claim_conn, msg);
+}
+
+/* store_conn_events.reply: the claim script (or WAIT) answered r. */
 static void
 store_claim_answered(void *arg, const redisReply *r, int tag)
 {
@@ -79,9 +102,19 @@ store_claim_answered(void *arg, const redisReply *r, int tag)
 	struct store_owner	 own;
 	char			 why[256];
 
-	(void)tag;		/* CLAIM_EVAL: the only one */
-	if (store_claim_decode(st, r, &own, why, sizeof(why)) != 0) {
+	if (tag == CLAIM_WAIT) {
+		/* Only a claim that took the data set must be replicated. */
+		own = st->claim_own;
+		if (own.ours && !store_wait_ok(st, r, why, sizeof(why))) {
+			store_claim_unreplicated(st, why);
+			return;
+		}
+	} else if (store_claim_decode(st, r, &own, why, sizeof(why)) != 0) {
 		store_conn_fail(&st->claim_conn, why);
+		return;
+	} else if (store_wait_on(st)) {
+		/* Whatever it found: WAIT answers next, on this connection. */
+		st->claim_own = own;
 		return;
 	}
 	store_conn_disarm(&st->claim_conn);
@@ -135,5 +168,8 @@ store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	    "EVAL %s 3 %s %s %s %s %s %s %s %s %s", STORE_LUA_CLAIM, okey,
 	    ekey, tkey, st->id, addr, num, resume_only ? "1" : "0", lease,
 	    least);
-	store_conn_arm(&st->claim_conn, (uint64_t)st->cfg->redis_timeout_ms);
+	if (store_wait_on(st))
+		store_wait_send(st, &st->claim_conn, CLAIM_WAIT);
+	store_conn_arm(&st->claim_conn, (uint64_t)st->cfg->redis_timeout_ms +
+	    store_wait_extra_ms(st));
 }

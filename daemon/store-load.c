@@ -407,7 +407,8 @@ store_load_sems(struct store *st, redisContext *c, struct store_load_ctx *lc,
 
 /*
  * Run one fenced write of n changes on the blocking connection c. Returns
- * 0, or -1 with a message in err (the fence's refusal included).
+ * 0, or -1 with a message in err (the fence's refusal included, and too
+ * few replicas acknowledging it with redis-min-replicas).
  */
 static int
 store_run_blocking(struct store *st, redisContext *c,
@@ -429,8 +430,11 @@ store_run_blocking(struct store *st, redisContext *c,
 		if (r == NULL)
 			snprintf(err, errlen, "%s", c->errstr);
 		rc = -1;
-	} else
+	} else {
 		store_report_repaired(st, r);
+		/* Counted only once replicas have it (redis-min-replicas). */
+		rc = store_wait_blocking(st, c, err, errlen);
+	}
 	freeReplyObject(r);
 	return (rc);
 }

@@ -6,7 +6,10 @@
  *
  * Every write is one fenced script call (EVALSHA of STORE_LUA_WRITE,
  * store-scripts.h): the ownership check, its renewal and the batch's
- * commands, atomically.
+ * commands, atomically. With redis-min-replicas, WAIT follows each call
+ * (store-wait.c) and the request counts as acknowledged only once WAIT
+ * says enough replicas have it; too few fail the connection, as an
+ * answer that never came does.
  *
  * Lifecycle of the pipeline's connection:
  *
@@ -49,7 +52,8 @@ enum store_step {
 	STEP_LOAD_WRITE,
 	STEP_LOAD_RENEW,
 	STEP_BATCH,		/* EVALSHA of the write script */
-	STEP_HEARTBEAT		/* EVALSHA of the renew script */
+	STEP_HEARTBEAT,		/* EVALSHA of the renew script */
+	STEP_WAIT		/* WAIT behind either (redis-min-replicas) */
 };
 
 void
@@ -328,6 +332,12 @@ store_batch_answered(struct store *st, const redisReply *r)
 		store_conn_fail(&st->conn, why);
 		return;
 	}
+	if (store_wait_on(st)) {
+		/* Applied by the master: a fact, whatever the replicas say. */
+		store_report_repaired(st, r);
+		st->inflight[st->inflight_head].written = 1;
+		return;		/* store_wait_answered() goes on */
+	}
 	store_succeeded(st);
 	if (st->conn.drops != drops)
 		return;		/* the acknowledgement came too late */
@@ -355,9 +365,45 @@ store_heartbeat_answered(struct store *st, const redisReply *r)
 		store_conn_fail(&st->conn, why);
 		return;
 	}
+	if (store_wait_on(st)) {
+		st->inflight[st->inflight_head].written = 1;
+		st->inflight[st->inflight_head].tokens = v;
+		return;		/* store_wait_answered() goes on */
+	}
 	store_succeeded(st);
 	if (st->conn.drops == drops)
 		st->ev.heartbeat(st->ctx, v);
+}
+
+/*
+ * WAIT answered r, for the oldest request in flight, which the master
+ * applied: it is acknowledged now if enough replicas have it; if not, it
+ * fails as one whose answer never came (outcome unknown: a batch's
+ * grants are undone and written again, a renewal extends nothing).
+ */
+static void
+store_wait_answered(struct store *st, const redisReply *r)
+{
+	struct store_req	req;
+	char			why[256];
+	unsigned		drops = st->conn.drops;
+
+	if (st->ninflight == 0 || !st->inflight[st->inflight_head].written) {
+		store_conn_fail(&st->conn, "WAIT answered out of turn");
+		return;
+	}
+	if (!store_wait_ok(st, r, why, sizeof(why))) {
+		store_conn_fail(&st->conn, why);
+		return;
+	}
+	req = st->inflight[st->inflight_head];
+	store_succeeded(st);
+	if (st->conn.drops != drops)
+		return;		/* the acknowledgement came too late */
+	if (req.step == STEP_BATCH)
+		st->ev.batch_done(st->ctx, STORE_ACKED);
+	else
+		st->ev.heartbeat(st->ctx, req.tokens);
 }
 
 /* store_conn_events.reply: r answers the request of tag step. */
@@ -370,13 +416,16 @@ store_answered(void *arg, const redisReply *r, int step)
 		store_batch_answered(st, r);
 	else if (step == STEP_HEARTBEAT)
 		store_heartbeat_answered(st, r);
+	else if (step == STEP_WAIT)
+		store_wait_answered(st, r);
 	else
 		store_handshake_answered(st, r, (enum store_step)step);
 }
 
 /*
- * Send a fenced script call built in a; its answer comes as step, within
- * redis-timeout plus extra_ms.
+ * Send a fenced script call built in a (and WAIT behind it, with
+ * redis-min-replicas); its answer comes as step, within redis-timeout
+ * plus extra_ms (plus redis-replica-timeout for WAIT).
  */
 static void
 store_send_argv(struct store *st, enum store_step step, struct store_argv *a,
@@ -387,13 +436,18 @@ store_send_argv(struct store *st, enum store_step step, struct store_argv *a,
 	store_conn_command_argv(&st->conn, step, (int)a->n,
 	    (const char **)a->argv, a->lens);
 	store_argv_free(a);
+	if (store_wait_on(st))
+		store_wait_send(st, &st->conn, STEP_WAIT);
 	event_active(st->write_ev, 0, 0);
 	req = &st->inflight[(st->inflight_head + st->ninflight) %
 	    STORE_INFLIGHT_MAX];
 	req->step = step;
+	req->written = 0;
+	req->tokens = 0;
 	req->sent_ms = timers_now_ms();
 	req->deadline_ms = req->sent_ms +
-	    (uint64_t)st->cfg->redis_timeout_ms + extra_ms;
+	    (uint64_t)st->cfg->redis_timeout_ms + extra_ms +
+	    store_wait_extra_ms(st);
 	if (step == STEP_BATCH)
 		st->nbatches++;
 	if (st->ninflight++ == 0)
@@ -651,6 +705,12 @@ store_address(struct store *st)
 	return (st->address);
 }
 
+static uint64_t
+store_unacked_writes(struct store *st)
+{
+	return (st->unacked_writes);
+}
+
 const struct store_ops store_redis_ops = {
 	.create = store_new,
 	.destroy = store_free,
@@ -666,4 +726,5 @@ const struct store_ops store_redis_ops = {
 	.durability = store_durability,
 	.dataset = store_dataset,
 	.address = store_address,
+	.unacked_writes = store_unacked_writes,
 };

@@ -6,6 +6,7 @@
  *   store-load.c    the blocking connection: start-up load, final write
  *   store-claim.c   the claim connection and its script
  *   store-conn.c    the asynchronous connection both of those use
+ *   store-wait.c    replica acknowledgements (WAIT) after every write
  *   store-model.c   keys, encoding and decoding, pure
  */
 #ifndef SEMD_STORE_REDIS_H
@@ -30,6 +31,8 @@ struct store_req {
 	int		 step;		/* STEP_BATCH or STEP_HEARTBEAT */
 	uint64_t	 sent_ms;	/* the ownership lease runs from then */
 	uint64_t	 deadline_ms;	/* answered by then, or Redis is down */
+	int		 written;	/* the master applied it; WAIT is due */
+	uint64_t	 tokens;	/* a written heartbeat's token bound */
 };
 
 struct store {
@@ -65,6 +68,7 @@ struct store {
 	struct store_conn	 claim_conn;
 	int			 claiming;	/* claimed() is due */
 	uint64_t		 claim_sent_ms;
+	struct store_owner	 claim_own;	/* decoded; WAIT is due */
 
 	char			 address[300];	/* redis as configured */
 	char			 subject[310];	/* "redis ADDRESS", for the log */
@@ -72,6 +76,7 @@ struct store {
 	char			 appendonly[16];
 	char			 appendfsync[16];
 	char			 durability[40];
+	uint64_t		 unacked_writes; /* too few replicas had them */
 };
 
 /* store-load.c */
@@ -85,6 +90,23 @@ int	store_write_blocking(struct store *st, const struct store_change *ch,
 void	store_claim_init(struct store *st);
 void	store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
 	    int resume_only, uint64_t least_epoch);
+
+/* store-wait.c */
+/* 1 when redis-min-replicas asks for WAIT after every fenced write. */
+int	store_wait_on(const struct store *st);
+/* What WAIT may add to a write's answer: redis-replica-timeout, or 0. */
+uint64_t store_wait_extra_ms(const struct store *st);
+/* Queue WAIT N timeout on sc, right behind a write; its answer as tag. */
+void	store_wait_send(struct store *st, struct store_conn *sc, int tag);
+/*
+ * 1 when WAIT's answer r says enough replicas acknowledged; else 0, why,
+ * and the shortfall counted (unacked_writes).
+ */
+int	store_wait_ok(struct store *st, const redisReply *r, char *why,
+	    size_t len);
+/* Blocking: WAIT on c after a write; 0, or -1 and err (also counted). */
+int	store_wait_blocking(struct store *st, redisContext *c, char *err,
+	    size_t errlen);
 
 /* Log the keys a write replaced and report them (events' repaired()). */
 void	store_report_repaired(struct store *st, const redisReply *r);

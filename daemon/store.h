@@ -21,6 +21,10 @@
  * key with a new epoch; every write is a script that first checks the key
  * still names this daemon's epoch, and renews it, so the write of a daemon
  * that lost its ownership changes nothing.
+ *
+ * With redis-min-replicas N, a write (and so a batch, a renewal, a claim)
+ * counts only once WAIT says N replicas have it; one they did not is
+ * reported as an outcome unknown, as if its answer had been lost.
  */
 #ifndef SEMD_STORE_H
 #define SEMD_STORE_H
@@ -216,6 +220,12 @@ struct store_ops {
 	const char	*(*dataset)(struct store *st);
 	/* "HOST:PORT" or "unix:PATH", for the log. */
 	const char	*(*address)(struct store *st);
+	/*
+	 * Fenced writes the master applied but fewer than redis-min-replicas
+	 * replicas acknowledged within redis-replica-timeout (so not counted
+	 * as written), since start.
+	 */
+	uint64_t	 (*unacked_writes)(struct store *st);
 };
 
 extern const struct store_ops store_redis_ops;

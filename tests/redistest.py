@@ -322,6 +322,50 @@ def start_redis(**kw):
     return Redis(**kw)
 
 
+class Replica(Redis):
+    """A private replica of master (a Redis): `redis-server --replicaof
+    127.0.0.1 M --save '' --appendonly no` on its own free port, stopped
+    by PID like any Redis here. start() (and so restart()) returns once
+    its link to the master is up and the first sync is done."""
+
+    def __init__(self, master, timeout=30.0):
+        self.master = master
+        # The master's first sync would wait 5 s for more replicas.
+        master.cmd("CONFIG", "SET", "repl-diskless-sync-delay", "0")
+        super().__init__(appendonly=False, extra=(
+            "--replicaof", "127.0.0.1", str(master.port)), timeout=timeout)
+
+    def start(self, timeout=30.0):
+        super().start(timeout)
+        if not wait_until(self.link_up, timeout, 0.05):
+            self.stop()
+            raise RuntimeError("replica on port %d: no link to its master "
+                               "(port %d) within %.0f s; log:\n%s" %
+                               (self.port, self.master.port, timeout,
+                                _tail(self.log_text())))
+
+    def link_up(self):
+        try:
+            info = self.cmd("INFO", "replication") or ""
+        except (OSError, EOFError, RedisError):
+            return False
+        return "master_link_status:up" in info
+
+
+def start_replica(master, **kw):
+    """Start a replica of master (see Replica), synced."""
+    return Replica(master, **kw)
+
+
+def connected_replicas(r):
+    """connected_slaves of r's INFO replication: how many replicas the
+    master sees now."""
+    for ln in (r.cmd("INFO", "replication") or "").splitlines():
+        if ln.startswith("connected_slaves:"):
+            return int(ln.split(":", 1)[1])
+    return 0
+
+
 # --------------------------------------------------------------------------
 # Reading semd's keys
 # --------------------------------------------------------------------------

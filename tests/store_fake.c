@@ -296,6 +296,14 @@ fake_address(struct store *st)
 	return ("fake:1");
 }
 
+/* The fake has no replicas: every write is acknowledged or not, whole. */
+static uint64_t
+fake_unacked_writes(struct store *st)
+{
+	(void)st;
+	return (0);
+}
+
 const struct store_ops fake_ops = {
 	.create = fake_create,
 	.destroy = fake_destroy,
@@ -311,6 +319,7 @@ const struct store_ops fake_ops = {
 	.durability = fake_durability,
 	.dataset = fake_dataset,
 	.address = fake_address,
+	.unacked_writes = fake_unacked_writes,
 };
 
 /* Redis acknowledges the oldest batch in flight (and so renews). */

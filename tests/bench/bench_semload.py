@@ -17,7 +17,10 @@ in flight against semd (memory) vs `redis-benchmark -t ping_inline -c 50
 -P 16 -q`; the Python client (client/python, tests/bench/pyload.py: 50
 threads sharing one semd.Client, limit 10, ACQUIRE+RELEASE pairs, each
 permit WATCHed by its keeper) next to semload's 50 connections on the
-same semd (memory), one after the other. After the rounds, the scale runs: 10 000 connections, 9 990
+same semd (memory), one after the other; the replica acknowledgements:
+a master (appendfsync everysec) with one replica, and on it, side by side,
+semd sync with redis-min-replicas 0 and 1 (WAIT 1 after every batch),
+limits 10 and 50, 50 connections. After the rounds, the scale runs: 10 000 connections, 9 990
 waiting on one semaphore of capacity 10 (pairs/s against 50 connections
 on the same semd, semd's RSS per connection, hand-off p99), and the
 restart load of 100 000 semaphores with one grant each (bench_load.py).
@@ -32,7 +35,7 @@ not start, an unexpected reply).
     make bench                                 # from the build directory
     ROUNDS=1 DURATION=1 make bench             # a quick look
     SEMD_BIN=daemon/semd SEMLOAD=tests/bench/semload \\
-        python3 tests/bench/bench_semload.py --parts table,pipeline,python,scale
+        python3 tests/bench/bench_semload.py --parts replicas   # N=0 vs N=1
 
 Everything listens on 127.0.0.1 and free ports and is stopped by PID.
 """
@@ -69,6 +72,8 @@ LIMITS = (10, 50)
 CONNS = (50, 1000)
 PAUSES = (0, 1, 10)
 SCALE_CONNS = 10000
+REPLICA_NS = (0, 1)     # redis-min-replicas, side by side
+REPLICA_CONNS = 50
 
 
 def log(msg):
@@ -230,6 +235,34 @@ class Bench:
             self.put(("py-python",), res)
         finally:
             d.stop(quiet=True)
+
+    def round_replicas(self):
+        """semd sync with redis-min-replicas 0 and 1 on one master with
+        one replica (appendfsync everysec on the master, no AOF on the
+        replica), each cell's two runs a few seconds apart."""
+        r = Redis(appendonly=True, fsync="everysec")
+        rep = daemons = None
+        try:
+            rep = redistest.Replica(r)
+            log(" redis-server pid %d port %d with replica pid %d port %d" %
+                (r.pid, r.port, rep.pid, rep.port))
+            daemons = [(n, start_semd(
+                "--maxclients", "20000", "--redis", r.addr(),
+                "--persistence", "sync", "--redis-min-replicas", str(n),
+                "--redis-prefix", "bench%drepl%d:" % (self.round, n),
+                timeout=60)) for n in REPLICA_NS]
+            for limit in LIMITS:
+                for n, d in daemons:
+                    self.put(("repl", n, limit), self.semload(
+                        "semd", d.port, "semd sync, redis-min-replicas %d, "
+                        "limit %d" % (n, limit), "-c", REPLICA_CONNS, "-l",
+                        limit, "-s", "r%d" % limit))
+        finally:
+            for n, d in daemons or []:
+                d.stop(quiet=True)
+            if rep is not None:
+                rep.stop()
+            r.stop()
 
     # ---------------------------------------------------------------
     def scale(self):
@@ -407,6 +440,33 @@ def print_python(b):
               med(ratios)))
 
 
+def print_replicas(b):
+    R = b.results
+    if not any(k[0] == "repl" for k in R):
+        return
+    print()
+    print("-- replica acknowledgements: semd sync on a master (appendfsync "
+          "everysec) with one replica, %d connections (medians of %d)" %
+          (REPLICA_CONNS, b.a.rounds))
+    print("%-34s %5s %9s %7s %7s %9s" % ("", "limit", "pairs/s", "acq p50",
+                                       "acq p99", "x N=0"))
+    for limit in LIMITS:
+        base = R.get(("repl", 0, limit), [])
+        for n in REPLICA_NS:
+            rows = R.get(("repl", n, limit), [])
+            if not rows:
+                continue
+            ratios = [x["pairs_per_s"] / y["pairs_per_s"] for x in rows
+                      for y in base if y["round"] == x["round"] and
+                      y["pairs_per_s"] > 0]
+            print("%-34s %5d %9.0f %s %s %s" % (
+                "semd sync, redis-min-replicas %d" % n, limit,
+                med([x["pairs_per_s"] for x in rows]),
+                fmt_ms(med([x["acquire_p50_us"] for x in rows])),
+                fmt_ms(med([x["acquire_p99_us"] for x in rows])),
+                "   " + fmt_x(med(ratios)) if n != 0 else "        -"))
+
+
 def print_scale(sc, load_out):
     print()
     print("-- scale (one run each)")
@@ -447,8 +507,9 @@ def main():
                     help="seconds counted per run (DURATION, default 2.5)")
     ap.add_argument("--warmup", type=float, default=env_warm,
                     help="seconds of warm-up per run (WARMUP, default 0.5)")
-    ap.add_argument("--parts", default="table,pipeline,python,scale",
-                    help="any of table,pipeline,python,scale")
+    ap.add_argument("--parts",
+                    default="table,pipeline,python,replicas,scale",
+                    help="any of table,pipeline,python,replicas,scale")
     ap.add_argument("--json", help="also write every run's JSON line here")
     a = ap.parse_args()
     a.parts = set(a.parts.split(","))
@@ -464,8 +525,8 @@ def main():
          semdtest.sanitized(SEMLOAD) else "", a.rounds, a.duration))
     sc = load_out = None
     try:
-        for i in range(a.rounds if a.parts & {"table", "pipeline", "python"}
-                       else 0):
+        for i in range(a.rounds if a.parts & {"table", "pipeline", "python",
+                                              "replicas"} else 0):
             b.round = i + 1
             log("round %d of %d (%.0f s so far)" % (
                 b.round, a.rounds, time.monotonic() - t0))
@@ -479,6 +540,8 @@ def main():
                     r.stop()
             if "python" in a.parts:
                 b.round_python()
+            if "replicas" in a.parts:
+                b.round_replicas()
         if "scale" in a.parts:
             log("scale (%.0f s so far)" % (time.monotonic() - t0))
             sc = b.scale()
@@ -488,6 +551,7 @@ def main():
     print_table(b) if "table" in a.parts else None
     print_pipeline(b)
     print_python(b)
+    print_replicas(b)
     if "scale" in a.parts:
         print_scale(sc, load_out)
     print()

@@ -91,8 +91,9 @@ void	stats_view_get(struct stats_view *v, const struct server *srv);
 	X(redis_replica_timeout_ms, NULL, GAUGE, "",			\
 	    stats_redis_replica_timeout_ms(v))				\
 	X(redis_unacked_writes, "semd_redis_unacked_writes_total", COUNTER, \
-	    "Writes (batches, renewals, claims) too few replicas "	\
-	    "acknowledged: not counted as written.", v->ps.unacked_writes) \
+	    "WAITs after writes (batches, renewals, claims) that found " \
+	    "too few replicas: those writes do not count.",		\
+	    v->ps.unacked_writes)					\
 	X(used_memory_rss, "process_resident_memory_bytes", GAUGE,	\
 	    "Resident memory size in bytes.", v->rss_bytes)		\
 	X(open_fds, "process_open_fds", GAUGE, "Open file descriptors.", \

@@ -6,10 +6,12 @@
  *
  * Every write is one fenced script call (EVALSHA of STORE_LUA_WRITE,
  * store-scripts.h): the ownership check, its renewal and the batch's
- * commands, atomically. With redis-min-replicas, WAIT follows each call
- * (store-wait.c) and the request counts as acknowledged only once WAIT
- * says enough replicas have it; too few fail the connection, as an
- * answer that never came does.
+ * commands, atomically. With redis-min-replicas, one WAIT follows the
+ * calls queued in one turn (store-wait.c: WAIT covers every earlier write
+ * of its connection), and they count as acknowledged only once WAIT says
+ * enough replicas have them; too few fail the connection, as an answer
+ * that never came does. One WAIT per turn rather than per call, because
+ * Redis runs nothing more of a connection while it waits.
  *
  * Lifecycle of the pipeline's connection:
  *
@@ -164,6 +166,7 @@ store_drop_inflight(struct store *st)
 	unsigned	n = st->nbatches;
 
 	st->ninflight = st->nbatches = st->inflight_head = 0;
+	st->wait_due = 0;
 	store_conn_disarm(&st->conn);
 	return (n);
 }
@@ -376,10 +379,12 @@ store_heartbeat_answered(struct store *st, const redisReply *r)
 }
 
 /*
- * WAIT answered r, for the oldest request in flight, which the master
- * applied: it is acknowledged now if enough replicas have it; if not, it
- * fails as one whose answer never came (outcome unknown: a batch's
- * grants are undone and written again, a renewal extends nothing).
+ * WAIT answered r, for the oldest requests in flight that the master
+ * applied (those answered since the last WAIT, all of them written before
+ * it): they are acknowledged now if enough replicas have them; if not,
+ * they fail as requests whose answer never came (outcome unknown: a
+ * batch's grants are undone and written again, a renewal extends
+ * nothing).
  */
 static void
 store_wait_answered(struct store *st, const redisReply *r)
@@ -396,14 +401,18 @@ store_wait_answered(struct store *st, const redisReply *r)
 		store_conn_fail(&st->conn, why);
 		return;
 	}
-	req = st->inflight[st->inflight_head];
-	store_succeeded(st);
-	if (st->conn.drops != drops)
-		return;		/* the acknowledgement came too late */
-	if (req.step == STEP_BATCH)
-		st->ev.batch_done(st->ctx, STORE_ACKED);
-	else
-		st->ev.heartbeat(st->ctx, req.tokens);
+	while (st->ninflight > 0 && st->inflight[st->inflight_head].written) {
+		req = st->inflight[st->inflight_head];
+		store_succeeded(st);
+		if (st->conn.drops != drops)
+			return;	/* the acknowledgement came too late */
+		if (req.step == STEP_BATCH)
+			st->ev.batch_done(st->ctx, STORE_ACKED);
+		else
+			st->ev.heartbeat(st->ctx, req.tokens);
+		if (st->conn.drops != drops)
+			return;
+	}
 }
 
 /* store_conn_events.reply: r answers the request of tag step. */
@@ -423,9 +432,10 @@ store_answered(void *arg, const redisReply *r, int step)
 }
 
 /*
- * Send a fenced script call built in a (and WAIT behind it, with
- * redis-min-replicas); its answer comes as step, within redis-timeout
- * plus extra_ms (plus redis-replica-timeout for WAIT).
+ * Send a fenced script call built in a (with redis-min-replicas, WAIT
+ * goes behind it later in the turn: store_write_cb); its answer comes as
+ * step, within redis-timeout plus extra_ms (plus redis-replica-timeout
+ * for WAIT).
  */
 static void
 store_send_argv(struct store *st, enum store_step step, struct store_argv *a,
@@ -436,8 +446,7 @@ store_send_argv(struct store *st, enum store_step step, struct store_argv *a,
 	store_conn_command_argv(&st->conn, step, (int)a->n,
 	    (const char **)a->argv, a->lens);
 	store_argv_free(a);
-	if (store_wait_on(st))
-		store_wait_send(st, &st->conn, STEP_WAIT);
+	st->wait_due = store_wait_on(st);
 	event_active(st->write_ev, 0, 0);
 	req = &st->inflight[(st->inflight_head + st->ninflight) %
 	    STORE_INFLIGHT_MAX];
@@ -470,6 +479,9 @@ store_write_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (st->wait_due && store_conn_is_open(&st->conn))
+		store_wait_send(st, &st->conn, STEP_WAIT);
+	st->wait_due = 0;
 	store_conn_write_now(&st->conn);
 }
 

@@ -54,6 +54,7 @@ struct store {
 	struct event		*retry_ev;	/* the next connect */
 	struct event		*heartbeat_ev;
 	struct event		*write_ev;	/* send what was queued, now */
+	int			 wait_due;	/* WAIT goes behind what is queued */
 	unsigned		 backoff_ms;	/* reset by a fenced success only */
 	int			 ever_connected;
 	char			 write_sha[48];	/* SCRIPT LOAD answers */
@@ -76,7 +77,7 @@ struct store {
 	char			 appendonly[16];
 	char			 appendfsync[16];
 	char			 durability[40];
-	uint64_t		 unacked_writes; /* too few replicas had them */
+	uint64_t		 unacked_writes; /* WAITs that found too few */
 };
 
 /* store-load.c */

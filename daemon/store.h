@@ -221,9 +221,9 @@ struct store_ops {
 	/* "HOST:PORT" or "unix:PATH", for the log. */
 	const char	*(*address)(struct store *st);
 	/*
-	 * Fenced writes the master applied but fewer than redis-min-replicas
-	 * replicas acknowledged within redis-replica-timeout (so not counted
-	 * as written), since start.
+	 * WAITs (each behind one or more fenced writes) that found fewer than
+	 * redis-min-replicas replicas within redis-replica-timeout, so that
+	 * those writes did not count, since start.
 	 */
 	uint64_t	 (*unacked_writes)(struct store *st);
 };

@@ -326,14 +326,18 @@ class Replica(Redis):
     """A private replica of master (a Redis): `redis-server --replicaof
     127.0.0.1 M --save '' --appendonly no` on its own free port, stopped
     by PID like any Redis here. start() (and so restart()) returns once
-    its link to the master is up and the first sync is done."""
+    its link to the master is up and the first sync is done. With via (a
+    Proxy to the master), it replicates through that proxy, so that a
+    test can make it lag (via.pause())."""
 
-    def __init__(self, master, timeout=30.0):
+    def __init__(self, master, via=None, timeout=30.0):
         self.master = master
         # The master's first sync would wait 5 s for more replicas.
         master.cmd("CONFIG", "SET", "repl-diskless-sync-delay", "0")
         super().__init__(appendonly=False, extra=(
-            "--replicaof", "127.0.0.1", str(master.port)), timeout=timeout)
+            "--replicaof", "127.0.0.1",
+            str(via.port if via is not None else master.port)),
+            timeout=timeout)
 
     def start(self, timeout=30.0):
         super().start(timeout)

@@ -8,9 +8,9 @@
  * With redis-min-replicas, WAIT follows the script, and a claim that made
  * us the owner counts only once enough replicas have it: a replica
  * promoted without it would let another daemon claim the same data set.
- * A claim they did not acknowledge is reported as one that failed; our
- * key on the master then expires unused (the next claim finds it and
- * waits, store.h's claim).
+ * A claim they did not acknowledge within the first half of its lease is
+ * reported as one that failed; our key on the master then expires unused
+ * (the next claim finds it and waits, store.h's claim).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +94,27 @@ store_claim_unreplicated(struct store *st, const char *why)
 	store_conn_fail(&st->claim_conn, msg);
 }
 
+/*
+ * Our claim took the data set but WAIT found too few replicas: they may
+ * be slow rather than gone (a first sync, a loaded host), and a claim
+ * given up leaves our key to expire for a whole owner-lease first. So
+ * ask again (WAIT covers the claim still) while another WAIT would end
+ * within the first half of the claim's lease; returns 1 if it asked.
+ */
+static int
+store_claim_wait_again(struct store *st)
+{
+	uint64_t	extra = store_wait_extra_ms(st);
+
+	if (timers_now_ms() + extra >= st->claim_sent_ms +
+	    (uint64_t)st->cfg->owner_lease_ms / 2)
+		return (0);
+	store_wait_send(st, &st->claim_conn, CLAIM_WAIT);
+	store_conn_arm(&st->claim_conn, (uint64_t)st->cfg->redis_timeout_ms +
+	    extra);
+	return (1);
+}
+
 /* store_conn_events.reply: the claim script (or WAIT) answered r. */
 static void
 store_claim_answered(void *arg, const redisReply *r, int tag)
@@ -105,6 +126,9 @@ store_claim_answered(void *arg, const redisReply *r, int tag)
 	if (tag == CLAIM_WAIT) {
 		/* Only a claim that took the data set must be replicated. */
 		own = st->claim_own;
+		if (own.ours && !store_wait_enough(st, r) &&
+		    store_claim_wait_again(st))
+			return;
 		if (own.ours && !store_wait_ok(st, r, why, sizeof(why))) {
 			store_claim_unreplicated(st, why);
 			return;

@@ -99,6 +99,8 @@ int	store_wait_on(const struct store *st);
 uint64_t store_wait_extra_ms(const struct store *st);
 /* Queue WAIT N timeout on sc, right behind a write; its answer as tag. */
 void	store_wait_send(struct store *st, struct store_conn *sc, int tag);
+/* 1 when WAIT's answer r says enough replicas acknowledged. */
+int	store_wait_enough(const struct store *st, const redisReply *r);
 /*
  * 1 when WAIT's answer r says enough replicas acknowledged; else 0, why,
  * and the shortfall counted (unacked_writes).

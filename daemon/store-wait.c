@@ -43,10 +43,16 @@ store_wait_send(struct store *st, struct store_conn *sc, int tag)
 }
 
 int
+store_wait_enough(const struct store *st, const redisReply *r)
+{
+	return (r != NULL && r->type == REDIS_REPLY_INTEGER &&
+	    r->integer >= st->cfg->redis_min_replicas);
+}
+
+int
 store_wait_ok(struct store *st, const redisReply *r, char *why, size_t len)
 {
-	if (r != NULL && r->type == REDIS_REPLY_INTEGER &&
-	    r->integer >= st->cfg->redis_min_replicas)
+	if (store_wait_enough(st, r))
 		return (1);
 	st->unacked_writes++;
 	if (r == NULL || r->type != REDIS_REPLY_INTEGER)

@@ -178,8 +178,10 @@ store_conn_open(struct store_conn *sc)
 
 	if (sc->ac != NULL)
 		return (0);
-	ac = cfg->redis_path != NULL ? redisAsyncConnectUnix(cfg->redis_path) :
-	    redisAsyncConnect(cfg->redis_host, (int)cfg->redis_port);
+	ac = cfg->redis_addr.path != NULL ?
+	    redisAsyncConnectUnix(cfg->redis_addr.path) :
+	    redisAsyncConnect(cfg->redis_addr.node.host,
+	    cfg->redis_addr.node.port);
 	if (ac == NULL || ac->err) {
 		snprintf(why, sizeof(why), "%s", ac != NULL ? ac->errstr :
 		    "out of memory");

@@ -43,9 +43,10 @@ store_connect_blocking(struct store *st, char *err, size_t errlen)
 
 	tv.tv_sec = cfg->redis_timeout_ms / 1000;
 	tv.tv_usec = (cfg->redis_timeout_ms % 1000) * 1000;
-	c = cfg->redis_path != NULL ?
-	    redisConnectUnixWithTimeout(cfg->redis_path, tv) :
-	    redisConnectWithTimeout(cfg->redis_host, (int)cfg->redis_port, tv);
+	c = cfg->redis_addr.path != NULL ?
+	    redisConnectUnixWithTimeout(cfg->redis_addr.path, tv) :
+	    redisConnectWithTimeout(cfg->redis_addr.node.host,
+	    cfg->redis_addr.node.port, tv);
 	if (c == NULL || c->err) {
 		snprintf(err, errlen, "%s", c != NULL ? c->errstr :
 		    "out of memory");

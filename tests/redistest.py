@@ -1031,11 +1031,12 @@ def start_replica(master, **kw):
 class Sentinel(Redis):
     """A private redis-sentinel monitoring master (a Redis) as name, with
     quorum 2 and short timeouts: down-after-milliseconds down_after_ms,
-    failover-timeout failover_ms. Its config file (which it rewrites) is
+    failover-timeout failover_ms. With password, clients (and the other
+    sentinels) must AUTH with it. Its config file (which it rewrites) is
     in its own directory."""
 
     def __init__(self, master, name=MASTER_NAME, down_after_ms=1000,
-                 failover_ms=5000, quorum=2, timeout=15.0):
+                 failover_ms=5000, quorum=2, password=None, timeout=15.0):
         if not (os.access(REDIS_SENTINEL, os.X_OK) or
                 shutil.which(REDIS_SENTINEL)):
             ok(False, "redis-sentinel is installed", "%r not found: run "
@@ -1047,6 +1048,7 @@ class Sentinel(Redis):
         self.down_after_ms = down_after_ms
         self.failover_ms = failover_ms
         self.quorum = quorum
+        self.password = password
         self._conf_port = None
         super().__init__(appendonly=False, timeout=timeout)
 
@@ -1063,8 +1065,25 @@ class Sentinel(Redis):
                         (self.port, self.dir, self.name, self.master_port,
                          self.quorum, self.name, self.down_after_ms,
                          self.name, self.failover_ms, self.name))
+                if self.password:
+                    f.write("requirepass %s\nsentinel sentinel-pass %s\n"
+                            % (self.password, self.password))
             self._conf_port = self.port
         return [REDIS_SENTINEL, conf]
+
+    def cmd(self, *args):
+        """Redis.cmd, AUTHenticated first when a password is set."""
+        for attempt in (0, 1):
+            try:
+                if self._conn is None:
+                    self._conn = Resp(self.port)
+                    if self.password:
+                        self._conn.cmd("AUTH", self.password)
+                return self._conn.cmd(*args)
+            except (OSError, EOFError):
+                self._drop_conn()
+                if attempt:
+                    raise
 
     def master_addr(self):
         """What this sentinel says the master is: "127.0.0.1:P" or None."""
@@ -1087,13 +1106,14 @@ def sentinels_agree(sentinels, nreplicas):
     return True
 
 
-def start_sentinel_group(nsentinels=3, down_after_ms=1000, failover_ms=5000):
+def start_sentinel_group(nsentinels=3, down_after_ms=1000, failover_ms=5000,
+                         password=None):
     """A master, one replica and nsentinels sentinels that know each other
     and the replica: (master, replica, [sentinels])."""
     m = start_redis()
     rep = start_replica(m)
-    ss = [Sentinel(m, down_after_ms=down_after_ms, failover_ms=failover_ms)
-          for _ in range(nsentinels)]
+    ss = [Sentinel(m, down_after_ms=down_after_ms, failover_ms=failover_ms,
+                   password=password) for _ in range(nsentinels)]
     agreed = wait_until(lambda: sentinels_agree(ss, 1), 30, 0.1)
     ok(agreed, "%d sentinels see the master, the replica and each other"
        % nsentinels, None if agreed else

@@ -19,6 +19,10 @@ Every process is private: a master, one replica, three redis-sentinel
    every earlier one, and rewrite the new master from memory; after a
    restart of semd on the new master, the leases and the tokens are
    still right.
+3. A manual failover (SENTINEL FAILOVER), with sentinels that need a
+   password (sentinel-password): the old master lives on as a replica
+   (it answers READONLY, ROLE slave); semd moves on +switch-master, keeps
+   its clients and every grant, and writes only to the new master.
 """
 import os
 import signal
@@ -169,4 +173,51 @@ def test_failover_lagging_replica():
        "%d after %d" % (t3, n2))
 
 
-run(test_startup_checks, test_failover_lagging_replica, time_limit=240)
+def test_manual_failover():
+    m, rep, ss = start_sentinel_group(password="s3ntinel")
+    p = PSemd(SentinelAddr(ss), ["--semaphore", "s", "100",
+                                 "--sentinel-password", "s3ntinel",
+                                 "--owner-lease", "10s"], grace="5s")
+    holder = p.connect()
+    c = p.connect()
+    grants = [expect_token(holder, "ACQUIRE s") for _ in range(2)]
+    grants += [expect_token(c, "ACQUIRE s LEASE 600000") for _ in range(3)]
+    caught_up = wait_until(lambda: redis_as_memory(rep) == memory_state(c),
+                           10, 0.05)
+    ok(caught_up, "the replica has every grant")
+
+    t0 = time.monotonic()
+    eq(ss[0].cmd("SENTINEL", "failover", MASTER_NAME), "OK",
+       "SENTINEL FAILOVER is accepted")
+    switched = wait_until(lambda: sentinel_master(ss) == rep.addr(), 30,
+                          0.02)
+    ok(switched, "the sentinels name the replica as the master")
+    tok, t_grant, last = poll_grant(p.port, "TRY s", timeout=30)
+    ok(tok is not None, "semd grants on the new master",
+       "last reply %r; log:\n%s" % (last, log_tail(p.log_text())))
+    if tok is None:
+        return
+    note("measured: SENTINEL FAILOVER -> semd grants again %.2f s later" %
+         (t_grant - t0))
+    ok(tok > max(grants), "tokens keep increasing")
+    demoted = wait_until(lambda: attempt(m.cmd, "ROLE").startswith(
+        "['slave'"), 20, 0.05)
+    ok(demoted, "the old master lives on as a replica",
+       attempt(m.cmd, "ROLE"))
+    expect(holder, "PING", "OK PONG", "the holder's connection survived")
+    h = holders(c, "s")
+    missing = [t for t in grants if t not in h]
+    ok(not missing, "HOLDERS lists every grant", "missing %s" % missing)
+    t2 = expect_token(c, "ACQUIRE s LEASE 600000")
+    landed = wait_until(lambda: t2 in redis_tokens(rep, "s"), 10, 0.05)
+    ok(landed, "a new grant is written to the new master")
+    same = wait_until(lambda: redis_as_memory(rep) == memory_state(c), 10,
+                      0.05)
+    ok(same, "the new master holds what semd holds")
+    log = p.log_text()
+    ok("+switch-master" in log, "semd heard +switch-master (through the "
+       "password-protected sentinels)", log_tail(log))
+
+
+run(test_startup_checks, test_failover_lagging_replica, test_manual_failover,
+    time_limit=300)

@@ -23,6 +23,11 @@ Every process is private: a master, one replica, three redis-sentinel
    password (sentinel-password): the old master lives on as a replica
    (it answers READONLY, ROLE slave); semd moves on +switch-master, keeps
    its clients and every grant, and writes only to the new master.
+4. A failover longer than owner-lease (1 s here, against about 2 s of
+   failover): semd stops acting as owner at its deadline (its clients'
+   connections close), claims the new master as after an outage, and
+   serves again with every lease the replica had and tokens above every
+   earlier one.
 """
 import os
 import signal
@@ -219,5 +224,43 @@ def test_manual_failover():
        "password-protected sentinels)", log_tail(log))
 
 
+def test_failover_longer_than_lease():
+    m, rep, ss = start_sentinel_group()
+    p = PSemd(SentinelAddr(ss), ["--semaphore", "s", "100",
+                                 "--owner-lease", "1s"], grace="2s")
+    c = p.connect()
+    leases = [expect_token(c, "ACQUIRE s LEASE 600000") for _ in range(3)]
+    caught_up = wait_until(lambda: redis_as_memory(rep) == memory_state(c),
+                           10, 0.05)
+    ok(caught_up, "the replica has every lease")
+    t_kill = time.monotonic()
+    m.kill()
+    switched = wait_until(lambda: sentinel_master(ss) == rep.addr(), 30,
+                          0.02)
+    t_switch = time.monotonic()
+    ok(switched, "the sentinels promote the replica")
+    closed = wait_until(lambda: attempt(c.cmd, "PING", 1.0) != "'OK PONG'",
+                        10, 0.05)
+    ok(closed, "past owner-lease without Redis, semd closes its clients' "
+       "connections")
+    tok, t_grant, last = poll_grant(p.port, "TRY s", timeout=30)
+    ok(tok is not None, "semd serves again on the new master",
+       "last reply %r; log:\n%s" % (last, log_tail(p.log_text())))
+    if tok is None:
+        return
+    note("measured (owner-lease 1 s): master killed -> sentinels switch "
+         "%.2f s -> semd grants again %.2f s later" %
+         (t_switch - t_kill, t_grant - t_switch))
+    ok(t_grant - t_switch <= FOLLOW_S + 1.0, "semd is back within the "
+       "failover time + 3 s (a claim and a load on the new master)",
+       "%.2f s after the switch" % (t_grant - t_switch))
+    ok(tok > max(leases), "tokens keep increasing")
+    c = p.connect()
+    h = holders(c, "s")
+    missing = [t for t in leases if t not in h]
+    ok(not missing, "every lease the replica had is listed",
+       "missing %s" % missing)
+
+
 run(test_startup_checks, test_failover_lagging_replica, test_manual_failover,
-    time_limit=300)
+    test_failover_longer_than_lease, time_limit=300)

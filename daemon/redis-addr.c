@@ -81,8 +81,8 @@ redis_addr_name_ok(const char *s)
 	if (len == 0 || len > REDIS_ADDR_NAME_MAX)
 		return (0);
 	for (i = 0; i < len; i++)
-		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		    "0123456789_.:-", s[i]) == NULL)
+		if (strchr("abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-", s[i]) == NULL)
 			return (0);
 	return (1);
 }

@@ -56,7 +56,7 @@ struct redis_target {
 	int			 querying;
 	struct event		*q_ev;		/* its deadline */
 	char			 qwhy[256];
-	char			 qfailed[256];	/* a connect that failed at once */
+	char			 qfailed[256];	/* connecting failed at once */
 
 	/* The +switch-master subscription. */
 	redisAsyncContext	*sac;

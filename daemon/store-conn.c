@@ -118,7 +118,8 @@ store_conn_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 		    "connection lost");
 		return;
 	}
-	if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "READONLY") != NULL) {
+	if (r->type == REDIS_REPLY_ERROR &&
+	    strstr(r->str, "READONLY") != NULL) {
 		/* A master demoted under us: a replica now. */
 		snprintf(why, sizeof(why), "%s%s answered READONLY: a replica "
 		    "now", sc->what, redis_target_name(sc->target));

@@ -103,6 +103,8 @@ static const struct config_directive directives[] = {
 	{ "redis",		CONF_STRING, 0, 0, NULL, OFF(redis), 0 },
 	{ "redis-password",	CONF_STRING, 0, 0, NULL, OFF(redis_password),
 	    0 },
+	{ "sentinel-password",	CONF_STRING, 0, 0, NULL,
+	    OFF(sentinel_password), 0 },
 	{ "redis-db",		CONF_INT, 0, 65535, "0", OFF(redis_db), 0 },
 	{ "redis-prefix",	CONF_STRING, 0, 0, "semd:", OFF(redis_prefix),
 	    0 },
@@ -146,7 +148,8 @@ static const char usage_text[] =
 "            tcp-keepalive timeout line-timeout auth-timeout\n"
 "            loglevel logfile syslog syslog-ident syslog-facility\n"
 "            pidfile daemonize semaphore persistence redis\n"
-"            redis-password redis-db redis-prefix redis-timeout\n"
+"            redis-password sentinel-password redis-db redis-prefix\n"
+"            redis-timeout\n"
 "            reclaim-grace persistence-backlog persistence-pipeline\n"
 "            owner-lease standby redis-min-replicas redis-replica-timeout\n"
 "            advertise metrics-port metrics-bind metrics-max-semaphores\n"
@@ -585,49 +588,14 @@ config_absolute(char **path, char *err, size_t errlen)
 	return (0);
 }
 
-/*
- * redis HOST:PORT, [V6]:PORT or unix:PATH into redis_host and redis_port,
- * or redis_path: parsed here once, for the store to connect with.
- */
+/* redis into redis_addr (redis-addr.c), for the store to connect with. */
 static int
 config_redis_addr(struct config *cfg, char *err, size_t errlen)
 {
-	const char	*colon, *host;
-	size_t		 hlen;
-	uint64_t	 port;
-
-	free(cfg->redis_host);
-	free(cfg->redis_path);
-	cfg->redis_host = cfg->redis_path = NULL;
-	cfg->redis_port = 0;
+	redis_addr_free(&cfg->redis_addr);
 	if (cfg->redis == NULL)
 		return (0);
-	if (strncmp(cfg->redis, "unix:", 5) == 0) {
-		if (cfg->redis[5] == '\0') {
-			snprintf(err, errlen, "redis unix: needs a path");
-			return (-1);
-		}
-		cfg->redis_path = xstrdup(cfg->redis + 5);
-		return (0);
-	}
-	colon = strrchr(cfg->redis, ':');
-	if (colon == NULL || colon == cfg->redis ||
-	    proto_parse_u64(colon + 1, strlen(colon + 1), 65535,
-	    &port) != 0 || port == 0) {
-		snprintf(err, errlen, "redis must be HOST:PORT or "
-		    "unix:PATH, not '%.64s'", cfg->redis);
-		return (-1);
-	}
-	host = cfg->redis;
-	hlen = (size_t)(colon - host);
-	if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
-		host++;
-		hlen -= 2;
-	}
-	cfg->redis_host = xcalloc(1, hlen + 1);
-	memcpy(cfg->redis_host, host, hlen);
-	cfg->redis_port = (int64_t)port;
-	return (0);
+	return (redis_addr_parse(cfg->redis, &cfg->redis_addr, err, errlen));
 }
 
 /* Checks that span directives, once everything is read. */
@@ -688,6 +656,12 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 		    "ownership waits for the replicas",
 		    (long long)cfg->redis_replica_timeout_ms,
 		    (long long)cfg->owner_lease_ms);
+		return (-1);
+	}
+	if (cfg->sentinel_password != NULL &&
+	    cfg->redis_addr.kind != REDIS_ADDR_SENTINEL) {
+		snprintf(err, errlen, "sentinel-password needs a redis "
+		    "sentinel://... address");
 		return (-1);
 	}
 	if (cfg->redis_prefix == NULL)
@@ -929,7 +903,8 @@ config_dump(const struct config *cfg, FILE *fp)
 			continue;
 		config_format_value(cfg, d, buf, sizeof(buf));
 		if ((d->offset == offsetof(struct config, requirepass) ||
-		    d->offset == offsetof(struct config, redis_password)) &&
+		    d->offset == offsetof(struct config, redis_password) ||
+		    d->offset == offsetof(struct config, sentinel_password)) &&
 		    buf[0] != '\0')
 			fprintf(fp, "# %s (set, not shown)\n", d->name);
 		else if (buf[0] == '\0')
@@ -1014,9 +989,9 @@ config_free(struct config *cfg)
 	free(cfg->syslog_facility);
 	free(cfg->pidfile);
 	free(cfg->redis);
-	free(cfg->redis_host);
-	free(cfg->redis_path);
+	redis_addr_free(&cfg->redis_addr);
 	free(cfg->redis_password);
+	free(cfg->sentinel_password);
 	free(cfg->redis_prefix);
 	free(cfg->advertise);
 	free(cfg->metrics_bind);

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "redis-addr.h"
+
 #define CONFIG_MAX_BIND		16
 #define CONFIG_PIPELINE_MAX	64	/* persistence-pipeline's range */
 
@@ -56,11 +58,10 @@ struct config {
 	size_t			 nsems;
 
 	int64_t			 persistence;	/* enum persist_mode */
-	char			*redis;		/* "HOST:PORT" or "unix:PATH" */
-	char			*redis_host;	/* parsed from redis: NULL, */
-	int64_t			 redis_port;	/* ... 0 for a unix socket */
-	char			*redis_path;	/* unix:PATH's; NULL for TCP */
+	char			*redis;		/* as typed: see redis-addr.h */
+	struct redis_addr	 redis_addr;	/* redis, parsed */
 	char			*redis_password;
+	char			*sentinel_password; /* of sentinel:// nodes */
 	int64_t			 redis_db;
 	char			*redis_prefix;
 	int64_t			 redis_timeout_ms;

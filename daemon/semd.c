@@ -29,6 +29,7 @@
 #include "config.h"
 #include "log.h"
 #include "notify.h"
+#include "redis-target.h"
 #include "server.h"
 
 /* Signals that end a process by default and that semd ignores, logged. */
@@ -467,6 +468,7 @@ main(int argc, char **argv)
 	struct semd	 d;
 	size_t		 i;
 	int		 rc, started_fd = -1;
+	char		 err[512];
 
 	memset(&d, 0, sizeof(d));
 	d.pidfd = -1;
@@ -485,6 +487,11 @@ main(int argc, char **argv)
 	if (d.cfg.syslog)
 		log_open_syslog(d.cfg.syslog_ident,
 		    log_facility_parse(d.cfg.syslog_facility));
+	/* A master name no sentinel knows, or a replica: a typo, not an
+	 * outage to wait out. */
+	if (d.cfg.persistence != PERSIST_NONE &&
+	    redis_target_check_start(&d.cfg, err, sizeof(err)) != 0)
+		fatalx("%s", err);
 	if (d.cfg.daemonize) {
 		if (d.cfg.logfile == NULL && !d.cfg.syslog)
 			log_warnx("daemonize yes without logfile or syslog: "

@@ -153,47 +153,76 @@ store_claim_answered(void *arg, const redisReply *r, int tag)
 	st->ev.claimed(st->ctx, &own, NULL);
 }
 
-void
-store_claim_init(struct store *st)
-{
-	static const struct store_conn_events ev = {
-		.connected = NULL,
-		.reply = store_claim_answered,
-		.failed = store_claim_failed
-	};
-
-	store_conn_init(&st->claim_conn, st->cfg, st->base, "claim: ", &ev,
-	    st);
-}
-
-void
-store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
-    int resume_only, uint64_t least_epoch)
+/* Queue the claim script with store_claim's arguments. */
+static void
+store_claim_send(struct store *st)
 {
 	const struct store_model *m = &st->model;
 	char			 okey[STORE_KEY_MAX], ekey[STORE_KEY_MAX],
 				 tkey[STORE_KEY_MAX], num[24], lease[24],
 				 least[24];
 
-	snprintf(st->model.advertise, sizeof(st->model.advertise), "%s", addr);
-	st->claiming = 1;
-	if (store_conn_open(&st->claim_conn) != 0)
-		return;		/* claimed() said why */
+	st->claim_queued = 1;
 	store_key(m, okey, NULL, 0, "owner");
 	store_key(m, ekey, NULL, 0, "epoch");
 	store_key(m, tkey, NULL, 0, "tokens");
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)resume_epoch);
-	snprintf(least, sizeof(least), "%llu", (unsigned long long)least_epoch);
+	snprintf(num, sizeof(num), "%llu",
+	    (unsigned long long)st->claim_resume_epoch);
+	snprintf(least, sizeof(least), "%llu",
+	    (unsigned long long)st->claim_least_epoch);
 	snprintf(lease, sizeof(lease), "%lld",
 	    (long long)st->cfg->owner_lease_ms);
 	/* The lease runs from no later than this. */
 	st->claim_sent_ms = timers_now_ms();
 	store_conn_command(&st->claim_conn, CLAIM_EVAL,
 	    "EVAL %s 3 %s %s %s %s %s %s %s %s %s", STORE_LUA_CLAIM, okey,
-	    ekey, tkey, st->id, addr, num, resume_only ? "1" : "0", lease,
-	    least);
+	    ekey, tkey, st->id, m->advertise, num,
+	    st->claim_resume_only ? "1" : "0", lease, least);
 	if (store_wait_on(st))
 		store_wait_send(st, &st->claim_conn, CLAIM_WAIT);
+}
+
+/*
+ * store_conn_events.connected: a claim that had to wait for the sentinels
+ * to name the master goes now.
+ */
+static void
+store_claim_connected(void *arg)
+{
+	struct store	*st = arg;
+
+	if (st->claiming && !st->claim_queued)
+		store_claim_send(st);
+}
+
+void
+store_claim(struct store *st, const char *addr, uint64_t resume_epoch,
+    int resume_only, uint64_t least_epoch)
+{
+	snprintf(st->model.advertise, sizeof(st->model.advertise), "%s", addr);
+	st->claiming = 1;
+	st->claim_queued = 0;
+	st->claim_resume_epoch = resume_epoch;
+	st->claim_resume_only = resume_only;
+	st->claim_least_epoch = least_epoch;
+	if (store_conn_open(&st->claim_conn) != 0)
+		return;		/* claimed() said why */
+	/* Queued at once unless the sentinels are being asked first. */
+	if (store_conn_can_queue(&st->claim_conn))
+		store_claim_send(st);
 	store_conn_arm(&st->claim_conn, (uint64_t)st->cfg->redis_timeout_ms +
 	    store_wait_extra_ms(st));
+}
+
+void
+store_claim_init(struct store *st)
+{
+	static const struct store_conn_events ev = {
+		.connected = store_claim_connected,
+		.reply = store_claim_answered,
+		.failed = store_claim_failed
+	};
+
+	store_conn_init(&st->claim_conn, st->cfg, st->target, st->base,
+	    "claim: ", &ev, st);
 }

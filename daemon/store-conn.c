@@ -21,13 +21,18 @@
 
 #include "log.h"
 #include "proto.h"
+#include "redis-target.h"
 #include "store-conn.h"
 #include "store-model.h"
+
+static int	store_conn_connect(struct store_conn *, const char *, int,
+		    const char *);
 
 /* The connection's own tags, below STORE_CONN_TAG_MIN. */
 enum {
 	STORE_CONN_AUTH = 1,
-	STORE_CONN_SELECT
+	STORE_CONN_SELECT,
+	STORE_CONN_ROLE
 };
 
 /*
@@ -40,6 +45,13 @@ store_conn_drop(struct store_conn *sc, int do_free)
 {
 	redisAsyncContext	*ac = sc->ac;
 
+	if (sc->asking) {
+		redis_target_cancel(sc->target, &sc->user);
+		sc->asking = 0;
+		sc->drops++;
+		evtimer_del(sc->deadline_ev);
+		return;
+	}
 	if (ac == NULL)
 		return;
 	sc->ac = NULL;
@@ -50,13 +62,19 @@ store_conn_drop(struct store_conn *sc, int do_free)
 		redisAsyncFree(ac);
 }
 
-/* Drop (do_free: see store_conn_drop) and report why, copied first. */
+/*
+ * Drop (do_free: see store_conn_drop) and report why, copied first. The
+ * server is forgotten as the master: with Sentinel, the next open asks
+ * which server is the master now.
+ */
 static void
 store_conn_failed(struct store_conn *sc, const char *why, int do_free)
 {
 	char	reason[256];
 
 	snprintf(reason, sizeof(reason), "%s", why);	/* may live in ac */
+	if (sc->ac != NULL)
+		redis_target_lost(sc->target, sc->host, sc->port);
 	store_conn_drop(sc, do_free);
 	sc->ev.failed(sc->arg, reason);
 }
@@ -76,6 +94,12 @@ store_conn_close(struct store_conn *sc)
 int
 store_conn_is_open(const struct store_conn *sc)
 {
+	return (sc->ac != NULL || sc->asking);
+}
+
+int
+store_conn_can_queue(const struct store_conn *sc)
+{
 	return (sc->ac != NULL);
 }
 
@@ -94,8 +118,26 @@ store_conn_reply_cb(redisAsyncContext *ac, void *reply, void *privdata)
 		    "connection lost");
 		return;
 	}
+	if (r->type == REDIS_REPLY_ERROR &&
+	    strstr(r->str, "READONLY") != NULL) {
+		/* A master demoted under us: a replica now. */
+		snprintf(why, sizeof(why), "%s%s answered READONLY: a replica "
+		    "now", sc->what, redis_target_name(sc->target));
+		store_conn_fail(sc, why);
+		return;
+	}
 	if (tag >= STORE_CONN_TAG_MIN) {
 		sc->ev.reply(sc->arg, r, tag);
+		return;
+	}
+	if (tag == STORE_CONN_ROLE) {
+		if (!redis_target_role_master(r, why, sizeof(why))) {
+			char	msg[300];
+
+			snprintf(msg, sizeof(msg), "%s%.64s:%d is %.180s",
+			    sc->what, sc->host, sc->port, why);
+			store_conn_fail(sc, msg);
+		}
 		return;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
@@ -144,13 +186,63 @@ store_conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	store_conn_fail(sc, why);
 }
 
+/* The sentinels answered (why NULL) or did not, for an open. */
+static void
+store_conn_resolved(void *arg, const char *why)
+{
+	struct store_conn	*sc = arg;
+	const char		*host, *path;
+	char			 reason[300];
+	int			 port;
+
+	if (!sc->asking)
+		return;
+	sc->asking = 0;
+	if (why != NULL ||
+	    !redis_target_current(sc->target, &host, &port, &path)) {
+		snprintf(reason, sizeof(reason), "%s%s", sc->what,
+		    why != NULL ? why : "the master was lost again");
+		sc->drops++;
+		evtimer_del(sc->deadline_ev);
+		sc->ev.failed(sc->arg, reason);
+		return;
+	}
+	(void)store_conn_connect(sc, host, port, path);
+}
+
+/* +switch-master: a connection to another server goes now. */
+static void
+store_conn_moved(void *arg)
+{
+	struct store_conn	*sc = arg;
+	const char		*host, *path;
+	char			 why[300];
+	int			 port;
+
+	if (sc->ac != NULL && sc->host[0] != '\0' &&
+	    redis_target_current(sc->target, &host, &port, &path) &&
+	    (strcmp(host, sc->host) != 0 || port != sc->port)) {
+		snprintf(why, sizeof(why), "%sthe master moved to %s "
+		    "(+switch-master)", sc->what,
+		    redis_target_name(sc->target));
+		store_conn_fail(sc, why);
+	}
+	if (sc->ev.moved != NULL)
+		sc->ev.moved(sc->arg);
+}
+
 void
 store_conn_init(struct store_conn *sc, const struct config *cfg,
-    struct event_base *base, const char *what,
+    struct redis_target *target, struct event_base *base, const char *what,
     const struct store_conn_events *ev, void *arg)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->cfg = cfg;
+	sc->target = target;
+	sc->user.resolved = store_conn_resolved;
+	sc->user.moved = store_conn_moved;
+	sc->user.arg = sc;
+	redis_target_register(target, &sc->user);
 	sc->base = base;
 	sc->what = what;
 	sc->ev = *ev;
@@ -164,22 +256,24 @@ void
 store_conn_cleanup(struct store_conn *sc)
 {
 	store_conn_close(sc);
-	if (sc->deadline_ev != NULL)
+	if (sc->deadline_ev != NULL) {
 		event_free(sc->deadline_ev);
+		redis_target_unregister(sc->target, &sc->user);
+	}
 	sc->deadline_ev = NULL;
 }
 
-int
-store_conn_open(struct store_conn *sc)
+/* Connect to host:port or path, the master; see store_conn_open. */
+static int
+store_conn_connect(struct store_conn *sc, const char *host, int port,
+    const char *path)
 {
 	const struct config	*cfg = sc->cfg;
 	redisAsyncContext	*ac;
 	char			 why[160];
 
-	if (sc->ac != NULL)
-		return (0);
-	ac = cfg->redis_path != NULL ? redisAsyncConnectUnix(cfg->redis_path) :
-	    redisAsyncConnect(cfg->redis_host, (int)cfg->redis_port);
+	ac = path != NULL ? redisAsyncConnectUnix(path) :
+	    redisAsyncConnect(host, port);
 	if (ac == NULL || ac->err) {
 		snprintf(why, sizeof(why), "%s", ac != NULL ? ac->errstr :
 		    "out of memory");
@@ -190,6 +284,8 @@ store_conn_open(struct store_conn *sc)
 	}
 	ac->data = sc;
 	sc->ac = ac;
+	snprintf(sc->host, sizeof(sc->host), "%s", host != NULL ? host : "");
+	sc->port = port;
 	redisLibeventAttach(ac, sc->base);
 	redisAsyncSetConnectCallback(ac, store_conn_connect_cb);
 	redisAsyncSetDisconnectCallback(ac, store_conn_disconnect_cb);
@@ -200,7 +296,25 @@ store_conn_open(struct store_conn *sc)
 	if (cfg->redis_db != 0)
 		store_conn_command(sc, STORE_CONN_SELECT, "SELECT %lld",
 		    (long long)cfg->redis_db);
+	/* A replica (a stale Sentinel answer, a demoted master) fails it. */
+	store_conn_command(sc, STORE_CONN_ROLE, "ROLE");
 	return (0);
+}
+
+int
+store_conn_open(struct store_conn *sc)
+{
+	const char	*host, *path;
+	int		 port;
+
+	if (sc->ac != NULL || sc->asking)
+		return (0);
+	if (!redis_target_current(sc->target, &host, &port, &path)) {
+		sc->asking = 1;
+		redis_target_ask(sc->target, &sc->user);
+		return (0);
+	}
+	return (store_conn_connect(sc, host, port, path));
 }
 
 void

@@ -3,11 +3,15 @@
  * the kind both the batch pipeline (store-redis.c) and the claims
  * (store-claim.c) use.
  *
- * It connects (TCP or unix socket, config.c's parsed address), queues
- * AUTH and SELECT before anything else, and reports a failure once,
+ * It connects to the master that redis-target.c names (asking the
+ * sentinels first when it knows none), queues AUTH, SELECT and ROLE
+ * before anything else, and reports a failure once,
  * through failed(): a connect or I/O error, an error answer to AUTH or
  * SELECT, or a deadline that ran out (hiredis 0.14 has no timeouts, and a
- * SIGSTOPped Redis keeps its TCP connection open). A dropped connection
+ * SIGSTOPped Redis keeps its TCP connection open), a server that is no
+ * master (ROLE, or READONLY to any command: it is forgotten as the
+ * master, so the next open asks again), or +switch-master naming another
+ * master. A dropped connection
  * is forgotten at once: the replies hiredis still hands back for it (NULL
  * ones, as it frees it) never reach the owner, so the owner may drop the
  * connection, or free itself, from inside any of its callbacks.
@@ -22,6 +26,7 @@
 #include <hiredis/async.h>
 
 #include "config.h"
+#include "redis-target.h"
 
 /* What a connection reports; arg is the init's. */
 struct store_conn_events {
@@ -31,6 +36,11 @@ struct store_conn_events {
 	void	(*reply)(void *arg, const redisReply *r, int tag);
 	/* The connection failed and is dropped already; why says how. */
 	void	(*failed)(void *arg, const char *why);
+	/*
+	 * Optional: Sentinel named another master (+switch-master), after a
+	 * connection to the old one was failed: a retry may go now.
+	 */
+	void	(*moved)(void *arg);
 };
 
 struct store_conn {
@@ -39,7 +49,12 @@ struct store_conn {
 	const char		*what;		/* "" or "claim: ", for why */
 	struct store_conn_events ev;
 	void			*arg;
+	struct redis_target	*target;	/* where the master is */
+	struct redis_target_user user;
+	int			 asking;	/* the sentinels, to open */
 	redisAsyncContext	*ac;		/* NULL while closed */
+	char			 host[256];	/* ac's server; "" for unix */
+	int			 port;
 	unsigned		 drops;		/* counts every drop */
 	struct event		*deadline_ev;
 };
@@ -49,19 +64,27 @@ struct store_conn {
 
 /* Set up, closed. Exits on a failure to make the deadline timer. */
 void	store_conn_init(struct store_conn *sc, const struct config *cfg,
-	    struct event_base *base, const char *what,
+	    struct redis_target *target, struct event_base *base,
+	    const char *what,
 	    const struct store_conn_events *ev, void *arg);
 /* Close (without a report) and free the timer. */
 void	store_conn_cleanup(struct store_conn *sc);
 
 /*
- * Connect on base, queueing AUTH and SELECT; connected() or failed()
- * follows. Returns 0, or -1 after failed() was reported from inside this
- * call. Arms no deadline: the caller does.
+ * Connect on base to the master (after asking the sentinels, when the
+ * target knows none), queueing AUTH, SELECT and ROLE; connected() or
+ * failed() follows. Returns 0, or -1 after failed() was reported from
+ * inside this call. Arms no deadline: the caller does, and it covers the
+ * asking too.
  */
 int	store_conn_open(struct store_conn *sc);
-/* 1 while open (connecting included). */
+/* 1 while open (connecting, or asking the sentinels, included). */
 int	store_conn_is_open(const struct store_conn *sc);
+/*
+ * 1 when commands may be queued now: open and not waiting for the
+ * sentinels (then connected() follows, and they are queued there).
+ */
+int	store_conn_can_queue(const struct store_conn *sc);
 /*
  * Drop the connection without a report. A caller that reports something
  * which might drop it compares drops before and after.

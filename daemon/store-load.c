@@ -33,19 +33,30 @@ store_command_ok(redisContext *c, const char *what, char *err, size_t errlen,
 	return (ok);
 }
 
-/* Connected, authenticated, database selected; NULL (and err) if not. */
+/*
+ * Connected to the master (the sentinels asked first, when they must be),
+ * authenticated, database selected, ROLE master; NULL (and err) if not.
+ */
 static redisContext *
 store_connect_blocking(struct store *st, char *err, size_t errlen)
 {
 	const struct config	*cfg = st->cfg;
 	struct timeval		 tv;
-	redisContext		*c;
+	redisContext		*c = NULL;
+	redisReply		*r;
+	const char		*host, *path;
+	char			 why[256];
+	int			 port, unknown;
 
 	tv.tv_sec = cfg->redis_timeout_ms / 1000;
 	tv.tv_usec = (cfg->redis_timeout_ms % 1000) * 1000;
-	c = cfg->redis_path != NULL ?
-	    redisConnectUnixWithTimeout(cfg->redis_path, tv) :
-	    redisConnectWithTimeout(cfg->redis_host, (int)cfg->redis_port, tv);
+	if (!redis_target_current(st->target, &host, &port, &path) &&
+	    (redis_target_resolve_blocking(st->target, &unknown, err,
+	    errlen) != 0 ||
+	    !redis_target_current(st->target, &host, &port, &path)))
+		return (NULL);
+	c = path != NULL ? redisConnectUnixWithTimeout(path, tv) :
+	    redisConnectWithTimeout(host, port, tv);
 	if (c == NULL || c->err) {
 		snprintf(err, errlen, "%s", c != NULL ? c->errstr :
 		    "out of memory");
@@ -58,10 +69,23 @@ store_connect_blocking(struct store *st, char *err, size_t errlen)
 	if (cfg->redis_db != 0 && !store_command_ok(c, "SELECT", err, errlen,
 	    redisCommand(c, "SELECT %lld", (long long)cfg->redis_db)))
 		goto fail;
+	r = redisCommand(c, "ROLE");
+	if (r == NULL) {
+		snprintf(err, errlen, "ROLE: %s", c->errstr);
+		goto fail;
+	}
+	if (!redis_target_role_master(r, why, sizeof(why))) {
+		snprintf(err, errlen, "%s is %s", redis_target_name(st->target),
+		    why);
+		freeReplyObject(r);
+		goto fail;
+	}
+	freeReplyObject(r);
 	return (c);
 fail:
 	if (c != NULL)
 		redisFree(c);
+	redis_target_lost(st->target, host, port);
 	return (NULL);
 }
 

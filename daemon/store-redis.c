@@ -135,6 +135,23 @@ store_handshake_done(struct store *st, const redisReply *r)
 			names[n++] = r->element[i]->str;
 	}
 	store_conn_disarm(&st->conn);
+	/*
+	 * Sentinel promoted a replica: it may lack the last writes semd sent
+	 * (replication is asynchronous), grants, releases or the token bound
+	 * alike. repaired() makes persist rewrite Redis from memory, as after
+	 * a flush, token bound included: persist keeps the highest bound it
+	 * saw, so tokens never go back.
+	 */
+	if (st->ever_connected &&
+	    redis_target_generation(st->target) != st->hs_generation) {
+		log_warnx("redis %s: the master is %s now (a failover): "
+		    "rewriting it from memory, as a promoted replica may lack "
+		    "the last writes", st->address,
+		    redis_target_name(st->target));
+		if (st->ev.repaired != NULL)
+			st->ev.repaired(st->ctx, NULL, 0);
+	}
+	st->hs_generation = redis_target_generation(st->target);
 	st->ready = 1;
 	store_update_durability(st);
 	/* After a failure, "back" is said once a write goes through. */
@@ -569,6 +586,21 @@ store_retry_cb(evutil_socket_t fd, short what, void *arg)
 	store_connect(arg);
 }
 
+/*
+ * store_conn_events.moved: Sentinel named a new master; a reconnection
+ * waiting out its backoff (the old master was down) goes now.
+ */
+static void
+store_master_moved(void *arg)
+{
+	struct store	*st = arg;
+
+	if (!evtimer_pending(st->retry_ev, NULL))
+		return;
+	evtimer_del(st->retry_ev);
+	store_connect(st);
+}
+
 /* The heartbeat renews the ownership and watches the token bound. */
 static void
 store_heartbeat_cb(evutil_socket_t fd, short what, void *arg)
@@ -665,7 +697,8 @@ store_new(const struct config *cfg, struct event_base *base,
 	static const struct store_conn_events conn_ev = {
 		.connected = store_handshake,
 		.reply = store_answered,
-		.failed = store_lost
+		.failed = store_lost,
+		.moved = store_master_moved
 	};
 	struct store	*st = xcalloc(1, sizeof(*st));
 
@@ -681,7 +714,8 @@ store_new(const struct config *cfg, struct event_base *base,
 	    "'%s'", cfg->redis, (long long)cfg->redis_db, cfg->redis_prefix);
 	snprintf(st->durability, sizeof(st->durability), "unknown");
 	store_make_id(st->id, sizeof(st->id));
-	store_conn_init(&st->conn, cfg, base, "", &conn_ev, st);
+	st->target = redis_target_new(cfg, base);
+	store_conn_init(&st->conn, cfg, st->target, base, "", &conn_ev, st);
 	store_claim_init(st);
 	store_timers_new(st);
 	return (st);
@@ -696,6 +730,7 @@ store_free(struct store *st)
 	event_free(st->write_ev);
 	event_free(st->retry_ev);
 	event_free(st->heartbeat_ev);
+	redis_target_free(st->target);
 	free(st);
 }
 

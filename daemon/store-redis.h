@@ -42,6 +42,8 @@ struct store {
 	void			*ctx;
 	struct store_model	 model;		/* prefix, fence, advertise */
 
+	struct redis_target	*target;	/* the master, for every conn */
+
 	/* The batch pipeline (store-redis.c). */
 	struct store_conn	 conn;
 	int			 ready;		/* handshake done */
@@ -51,6 +53,7 @@ struct store {
 	unsigned		 inflight_head, ninflight;
 	unsigned		 nbatches;	/* STEP_BATCH ones among them */
 	uint64_t		 hs_tokens;	/* read in the handshake */
+	uint64_t		 hs_generation;	/* the master's, at the last */
 	struct event		*retry_ev;	/* the next connect */
 	struct event		*heartbeat_ev;
 	struct event		*write_ev;	/* send what was queued, now */
@@ -68,6 +71,10 @@ struct store {
 	uint64_t		 epoch;		/* 0: not the owner */
 	struct store_conn	 claim_conn;
 	int			 claiming;	/* claimed() is due */
+	int			 claim_queued;	/* its script is sent */
+	uint64_t		 claim_resume_epoch; /* store_claim's words */
+	int			 claim_resume_only;
+	uint64_t		 claim_least_epoch;
 	uint64_t		 claim_sent_ms;
 	struct store_owner	 claim_own;	/* decoded; WAIT is due */
 

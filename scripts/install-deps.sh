@@ -6,7 +6,7 @@ set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libevent-dev
 libhiredis-dev libedit-dev libsystemd-dev check uthash-dev python3
-netcat-openbsd redis-server python3-venv python3-setuptools mypy golang-go
+netcat-openbsd redis-server redis-sentinel python3-venv python3-setuptools mypy golang-go
 libfaketime valgrind"
 
 missing=""

@@ -328,13 +328,15 @@ class Replica(Redis):
     by PID like any Redis here. start() (and so restart()) returns once
     its link to the master is up and the first sync is done. With via (a
     Proxy to the master), it replicates through that proxy, so that a
-    test can make it lag (via.pause())."""
+    test can make it lag (via.pause()). With appendonly, it keeps an
+    append-only file, so that a promoted replica restarted keeps what it
+    had (the Sentinel tests)."""
 
-    def __init__(self, master, via=None, timeout=30.0):
+    def __init__(self, master, via=None, appendonly=False, timeout=30.0):
         self.master = master
         # The master's first sync would wait 5 s for more replicas.
         master.cmd("CONFIG", "SET", "repl-diskless-sync-delay", "0")
-        super().__init__(appendonly=False, extra=(
+        super().__init__(appendonly=appendonly, extra=(
             "--replicaof", "127.0.0.1",
             str(via.port if via is not None else master.port)),
             timeout=timeout)
@@ -1050,3 +1052,122 @@ def faketime_env(offset):
 def log_count(p, text):
     """How many lines of p's log contain text."""
     return sum(1 for ln in p.d.log_lines() if text in ln)
+
+
+# --------------------------------------------------------------------------
+# Redis Sentinel (issue 19): a master, replicas and sentinels, each a
+# private process on 127.0.0.1 stopped by PID like any Redis here
+# --------------------------------------------------------------------------
+
+REDIS_SENTINEL = os.environ.get("REDIS_SENTINEL") or shutil.which(
+    "redis-sentinel") or "/usr/bin/redis-sentinel"
+
+MASTER_NAME = "semdmaster"
+
+
+class Sentinel(Redis):
+    """A private redis-sentinel monitoring master (a Redis) as name, with
+    quorum 2 and short timeouts: down-after-milliseconds down_after_ms,
+    failover-timeout failover_ms. With password, clients (and the other
+    sentinels) must AUTH with it. Its config file (which it rewrites) is
+    in its own directory."""
+
+    def __init__(self, master, name=MASTER_NAME, down_after_ms=1000,
+                 failover_ms=5000, quorum=2, password=None, timeout=15.0):
+        if not (os.access(REDIS_SENTINEL, os.X_OK) or
+                shutil.which(REDIS_SENTINEL)):
+            ok(False, "redis-sentinel is installed", "%r not found: run "
+               "scripts/install-deps.sh (Debian package redis-sentinel)" %
+               REDIS_SENTINEL)
+            raise RuntimeError("redis-sentinel is not installed")
+        self.master_port = master.port
+        self.name = name
+        self.down_after_ms = down_after_ms
+        self.failover_ms = failover_ms
+        self.quorum = quorum
+        self.password = password
+        self._conf_port = None
+        super().__init__(appendonly=False, timeout=timeout)
+
+    def argv(self):
+        conf = os.path.join(self.dir, "sentinel.conf")
+        if self._conf_port != self.port:
+            with open(conf, "w") as f:
+                f.write("port %d\nbind 127.0.0.1\ndaemonize no\n"
+                        "protected-mode no\ndir %s\nlogfile \"\"\n"
+                        "sentinel monitor %s 127.0.0.1 %d %d\n"
+                        "sentinel down-after-milliseconds %s %d\n"
+                        "sentinel failover-timeout %s %d\n"
+                        "sentinel parallel-syncs %s 1\n" %
+                        (self.port, self.dir, self.name, self.master_port,
+                         self.quorum, self.name, self.down_after_ms,
+                         self.name, self.failover_ms, self.name))
+                if self.password:
+                    f.write("requirepass %s\nsentinel sentinel-pass %s\n"
+                            % (self.password, self.password))
+            self._conf_port = self.port
+        return [REDIS_SENTINEL, conf]
+
+    def cmd(self, *args):
+        """Redis.cmd, AUTHenticated first when a password is set."""
+        for attempt in (0, 1):
+            try:
+                if self._conn is None:
+                    self._conn = Resp(self.port)
+                    if self.password:
+                        self._conn.cmd("AUTH", self.password)
+                return self._conn.cmd(*args)
+            except (OSError, EOFError):
+                self._drop_conn()
+                if attempt:
+                    raise
+
+    def master_addr(self):
+        """What this sentinel says the master is: "127.0.0.1:P" or None."""
+        got = self.cmd("SENTINEL", "get-master-addr-by-name", self.name)
+        return "%s:%s" % (got[0], got[1]) if got else None
+
+
+def sentinels_agree(sentinels, nreplicas):
+    """Every sentinel sees nreplicas replicas and all the other sentinels
+    (so a quorum can vote and the replica can be promoted)."""
+    n = len(sentinels)
+    for s in sentinels:
+        try:
+            if len(s.cmd("SENTINEL", "replicas", s.name) or []) < nreplicas:
+                return False
+            if len(s.cmd("SENTINEL", "sentinels", s.name) or []) < n - 1:
+                return False
+        except (OSError, EOFError, RedisError):
+            return False
+    return True
+
+
+def start_sentinel_group(nsentinels=3, down_after_ms=1000, failover_ms=5000,
+                         password=None):
+    """A master, one replica and nsentinels sentinels that know each other
+    and the replica: (master, replica, [sentinels])."""
+    m = start_redis()
+    rep = start_replica(m, appendonly=True)
+    ss = [Sentinel(m, down_after_ms=down_after_ms, failover_ms=failover_ms,
+                   password=password) for _ in range(nsentinels)]
+    agreed = wait_until(lambda: sentinels_agree(ss, 1), 30, 0.1)
+    ok(agreed, "%d sentinels see the master, the replica and each other"
+       % nsentinels, None if agreed else
+       "\n".join(attempt(s.cmd, "SENTINEL", "sentinels", s.name)
+                 for s in ss))
+    return m, rep, ss
+
+
+def sentinel_url(sentinels, name=MASTER_NAME):
+    return "sentinel://%s/%s" % (",".join(s.addr() for s in sentinels), name)
+
+
+class SentinelAddr:
+    """What PSemd needs of a Redis (addr()), for a sentinel:// address."""
+
+    def __init__(self, sentinels, name=MASTER_NAME):
+        self.url = sentinel_url(sentinels, name)
+
+    def addr(self):
+        return self.url

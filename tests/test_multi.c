@@ -665,7 +665,11 @@ struct m_req {
 	uint64_t	 tseq;		/* when its timer was armed */
 	uint64_t	 token;		/* held */
 	int		 answered;	/* the engine's answer seen */
+	int		 id;		/* index in m_ids, -1: none */
 };
+
+/* A small pool of request IDs, so that repeats and take-overs happen. */
+static const char *const m_ids[] = { "i0", "i1", "i2" };
 
 static struct {
 	uint32_t	 cap[M_SEMS];
@@ -680,6 +684,7 @@ static struct {
 	uint64_t	 last_token;
 	/* What the run exercised: it must not pass by doing nothing. */
 	unsigned	 multi_granted_late, timeouts, expired, head_blocked;
+	unsigned	 repeats, takeovers, id_exists;
 } m;
 
 static int
@@ -785,6 +790,10 @@ m_on_event(void *ctx, const struct engine_event *ev)
 			r->token = ev->grant->token;
 			r->answered = 2;
 		}
+	} else if (ev->type == ENGINE_EV_WAIT_REPLACED) {
+		r = ev->cookie;
+		M_CHECK(r->state == 1, "a replaced request was not waiting");
+		r->answered = 6;
 	} else if (ev->type == ENGINE_EV_WAIT_TIMEOUT) {
 		r = ev->cookie;
 		M_CHECK((r->state) == (1), "r->state == 1");
@@ -822,6 +831,8 @@ m_compare(void)
 		    "req %d granted by the model only", i);
 		M_CHECK(r->answered != 3, "req %d: a TIMEOUT the model did "
 		    "not give", i);
+		M_CHECK(r->answered != 6, "req %d: replaced by the engine "
+		    "only", i);
 		for (p = 0; p < r->nparts && r->state == 1; p++)
 			nwait[r->sem[p]]++;
 		for (p = 0; p < r->nparts && r->state == 2; p++) {
@@ -855,6 +866,93 @@ m_compare(void)
 		if (m.req[m.live[x]].state != 0)
 			m.live[j++] = m.live[x];
 	m.nlive = j;
+}
+
+/* 1 if a and b name the same semaphores with the same n each. */
+static int
+m_same_parts(const struct m_req *a, const struct m_req *b)
+{
+	int	i, j;
+
+	if (a->nparts != b->nparts)
+		return (0);
+	for (i = 0; i < a->nparts; i++) {
+		for (j = 0; j < b->nparts; j++)
+			if (b->sem[j] == a->sem[i])
+				break;
+		if (j == b->nparts || b->n[j] != a->n[i])
+			return (0);
+	}
+	return (1);
+}
+
+/* The live request in state with r's ID that names r's j-th semaphore. */
+static struct m_req *
+m_id_on(const struct m_req *r, int j, int state)
+{
+	struct m_req	*x;
+	int		 i, p;
+
+	for (i = 0; i < m.nlive; i++) {
+		x = &m.req[m.live[i]];
+		if (x == r || x->state != state || x->id != r->id)
+			continue;
+		for (p = 0; p < x->nparts; p++)
+			if (x->sem[p] == r->sem[j])
+				return (x);
+	}
+	return (NULL);
+}
+
+/*
+ * The ID rules for r (which has an ID), as PROTOCOL.md states them: -1
+ * when they do not decide, else the status the engine must answer, or
+ * 0 with *exists set; the model is updated (a take-over).
+ */
+static int
+m_id_rules(struct m_req *r, int64_t timeout_ms, int *exists,
+    uint64_t *token)
+{
+	struct m_req	*x = NULL;
+	int		 j;
+
+	*exists = 0;
+	for (j = 0; j < r->nparts && x == NULL; j++)
+		x = m_id_on(r, j, 2);
+	if (x != NULL) {
+		if (!m_same_parts(x, r)) {
+			*exists = 1;
+			return (0);
+		}
+		*token = x->token;
+		return (ACQUIRE_REPEATED);
+	}
+	for (j = 0; j < r->nparts && x == NULL; j++)
+		x = m_id_on(r, j, 1);
+	if (x == NULL)
+		return (-1);
+	if (!m_same_parts(x, r)) {
+		*exists = 1;
+		return (0);
+	}
+	/* r takes x's place in every queue: x's arrival. */
+	M_CHECK(x->answered == 6, "req %d: not replaced by the engine",
+	    (int)(x - m.req));
+	x->answered = 0;
+	x->state = 0;
+	r->seq = x->seq;
+	r->state = 1;
+	r->deadline = UINT64_MAX;
+	if (timeout_ms == 0) {
+		r->state = 0;
+		m_serve();
+		return (ACQUIRE_TIMEOUT);
+	}
+	if (timeout_ms > 0) {
+		r->deadline = fake_now + (uint64_t)timeout_ms;
+		r->tseq = ++m.tseq;
+	}
+	return (ACQUIRE_QUEUED);
 }
 
 /* The model's next timer due by until: deadline, then arming order. */
@@ -911,7 +1009,9 @@ START_TEST(test_random_model)
 	struct grant		*g;
 	enum proto_err		 err;
 	unsigned		 seed = 20 + (unsigned)_i, step;
-	int			 i, j, k, op, idx, range;
+	int			 i, j, k, op, idx, range, decided, exists;
+	struct m_req		*x;
+	uint64_t		 token = 0;
 	char			 name[8];
 
 	engine_free(eng);
@@ -953,7 +1053,31 @@ START_TEST(test_random_model)
 			}
 			r->owner = rand() % M_OWNERS;
 			r->lease_ms = rand() % 2 ? -1 : 1 + rand() % 60;
+			r->id = r->lease_ms >= 0 && rand() % 2 ?
+			    rand() % (int)nitems(m_ids) : -1;
+			x = m.nlive > 0 ? &m.req[m.live[rand() % m.nlive]] :
+			    NULL;
+			if (x != NULL && x->id >= 0 && rand() % 2) {
+				/* A retry: x's parts, in another order. */
+				r->id = x->id;
+				r->lease_ms = 1 + rand() % 60;
+				r->nparts = x->nparts;
+				range = 0;
+				for (j = 0; j < r->nparts; j++) {
+					i = (j + x->nparts - 1) % x->nparts;
+					r->sem[j] = x->sem[i];
+					r->n[j] = x->n[i];
+					parts[j].sem = m.s[r->sem[j]];
+					parts[j].n = r->n[j];
+					if (r->n[j] > m.cap[r->sem[j]])
+						range = 1;
+				}
+			}
 			memset(&er, 0, sizeof(er));
+			if (r->id >= 0) {
+				er.id = m_ids[r->id];
+				er.id_len = strlen(er.id);
+			}
 			er.owner = m.o[r->owner];
 			er.parts = parts;
 			er.nparts = (uint32_t)r->nparts;
@@ -965,6 +1089,31 @@ START_TEST(test_random_model)
 			err = engine_acquire_req(eng, &er, &st, &g);
 			if (range) {
 				M_CHECK((err) == (PERR_RANGE), "err == PERR_RANGE");
+				continue;
+			}
+			if (r->id >= 0 && (decided = m_id_rules(r,
+			    er.timeout_ms, &exists, &token)) >= 0) {
+				if (exists) {
+					M_CHECK(err == PERR_EXISTS, "req %d: "
+					    "not EXISTS", m.nreq);
+					m.id_exists++;
+					continue;
+				}
+				M_CHECK(err == PERR_NONE && (int)st == decided,
+				    "req %d: the ID rules answered %d/%d, the "
+				    "model %d", m.nreq, (int)err, (int)st,
+				    decided);
+				if (decided == ACQUIRE_REPEATED) {
+					M_CHECK(g->token == token, "a repeat "
+					    "answered another token");
+					m.repeats++;
+					continue;
+				}
+				m.takeovers++;
+				if (r->state == 1)
+					m.live[m.nlive++] = m.nreq;
+				m.nreq++;
+				m_compare();
 				continue;
 			}
 			M_CHECK((err) == (PERR_NONE), "err == PERR_NONE");
@@ -1037,10 +1186,13 @@ START_TEST(test_random_model)
 	}
 	for (i = 0; i < M_OWNERS; i++)
 		engine_owner_free(eng, m.o[i]);
-	M_CHECK((m.multi_granted_late) > (20), "m.multi_granted_late > 20");
-	M_CHECK((m.timeouts) > (20), "m.timeouts > 20");
-	M_CHECK((m.expired) > (20), "m.expired > 20");
-	M_CHECK((m.head_blocked) > (5), "m.head_blocked > 5");
+	ck_assert_uint_gt(m.multi_granted_late, 100);
+	ck_assert_uint_gt(m.timeouts, 100);
+	ck_assert_uint_gt(m.expired, 100);
+	ck_assert_uint_gt(m.head_blocked, 100);
+	ck_assert_uint_gt(m.repeats, 20);
+	ck_assert_uint_gt(m.takeovers, 20);
+	ck_assert_uint_gt(m.id_exists, 20);
 }
 END_TEST
 

@@ -14,7 +14,7 @@
  *   answers TIMEOUT; anything else joins the tail of the queue.
  * - n > capacity is refused (RANGE) rather than queued for ever.
  * - Whenever units come back or a waiter leaves (release, revoke, lease
- *   expiry, resize, waiter timeout, owner closed), sem_wake() grants the
+ *   expiry, resize, waiter timeout, owner closed), engine_sem_wake() grants the
  *   head of the queue while used + head->n <= capacity, and stops at the
  *   first head that does not fit. That head blocks smaller waiters behind
  *   it even when they would fit: a big request is never starved. So a wake
@@ -36,13 +36,8 @@
  * made or released serves each of its k queues in turn. A worklist of
  * queues to serve (engine->wake) keeps this iterative.
  *
- * Request IDs (leases only): each semaphore maps an ID to the part of the
- * grant holding it (grant_ids) or of the request waiting with it
- * (waiter_ids). A request with an ID held with the same parts is answered
- * that grant's token and changes nothing; one with an ID waiting with the
- * same parts takes the waiter's place (the old request is told
- * WAIT_REPLACED); any other part or n is EXISTS. So at most one request
- * per ID waits or holds on a semaphore.
+ * Request IDs (leases only) are engine-id.c's; putting grants back after
+ * a restart is engine-restore.c's. engine-int.h has what they share.
  *
  * Events are emitted once the state is consistent again: a grant is fully
  * linked before GRANTED, and a released grant is unlinked and its units
@@ -52,45 +47,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* uthash must abort on ENOMEM, as every other allocation here does. */
-#define uthash_fatal(msg)	abort()
+#include "engine-int.h"
 
 #include <utlist.h>
 
-#include "engine.h"
-
-struct engine {
-	struct clock	 clock;
-	engine_event_fn		 on_event;
-	void			*ctx;
-	uint32_t		 max_sems;
-
-	struct sem		*sems;		/* by name, creation order */
-	struct grant		*grants;	/* by token */
-	uint64_t		 last_token;
-	uint64_t		 nwaiters;
-	uint64_t		 nowners;
-	int			 held;		/* engine_hold_grants() */
-	struct engine_sem	*wake;		/* queues to serve, LIFO */
-	int			 waking;	/* engine_wake_drain() runs */
-	struct engine_stats	 stats;		/* the *_total counters */
-};
-
-/*
- * A semaphore as allocated here. Timer callbacks get one argument (the
- * grant or the waiter) and find their engine through its semaphore.
- */
-struct engine_sem {
-	struct sem	 s;	/* first: a struct sem * is a struct engine_sem * */
-	struct engine	*e;
-	struct engine_sem *wake_next;	/* on e->wake */
-	int		 wake_queued;	/* on e->wake now */
-	int		 wake_released;	/* units came back by a release */
-};
-
 static void	grant_release(struct engine *, struct grant *,
 		    enum engine_release_reason);
-static void	sem_wake(struct engine *, struct sem *, int);
 
 /* calloc that aborts on failure. */
 static void *
@@ -138,13 +100,13 @@ sem_engine(struct sem *s)
 	return (((struct engine_sem *)s)->e);
 }
 
-static uint64_t
+uint64_t
 engine_now(struct engine *e)
 {
 	return (e->clock.now_ms(e->clock.ctx));
 }
 
-static void *
+void *
 engine_timer_add(struct engine *e, uint64_t delay_ms, void (*fire)(void *),
     void *arg)
 {
@@ -152,7 +114,7 @@ engine_timer_add(struct engine *e, uint64_t delay_ms, void (*fire)(void *),
 }
 
 /* Cancel *timer if it is armed and forget it. */
-static void
+void
 engine_timer_cancel(struct engine *e, void **timer)
 {
 	if (*timer != NULL) {
@@ -169,7 +131,7 @@ engine_emit_event(struct engine *e, const struct engine_event *ev)
 		e->on_event(e->ctx, ev);
 }
 
-static void
+void
 engine_emit(struct engine *e, enum engine_event_type type, struct sem *s,
     struct grant *g, void *cookie)
 {
@@ -227,8 +189,8 @@ grant_arm(struct engine *e, struct grant *g, uint64_t ms)
  * lead's own semaphore and the part is the lead), with the lead's token,
  * kind, owner and deadline. Emits nothing.
  */
-static struct grant *
-grant_part_new(struct engine *e, struct grant *lead, struct sem *s,
+struct grant *
+engine_grant_part_new(struct engine *e, struct grant *lead, struct sem *s,
     uint32_t n)
 {
 	struct grant	*g = xcalloc(1, sizeof(*g)), **tail;
@@ -267,11 +229,11 @@ grant_part_new(struct engine *e, struct grant *lead, struct sem *s,
  * bound to o when kind is GRANT_CONN, else ending ttl_ms from now. Emits
  * nothing.
  */
-static struct grant *
-grant_new(struct engine *e, struct sem *s, uint64_t token, uint32_t n,
+struct grant *
+engine_grant_new(struct engine *e, struct sem *s, uint64_t token, uint32_t n,
     enum grant_kind kind, struct owner *o, uint64_t ttl_ms)
 {
-	struct grant	*g = grant_part_new(e, NULL, s, n);
+	struct grant	*g = engine_grant_part_new(e, NULL, s, n);
 
 	g->token = token;
 	g->kind = kind;
@@ -282,18 +244,6 @@ grant_new(struct engine *e, struct sem *s, uint64_t token, uint32_t n,
 	} else
 		grant_arm(e, g, ttl_ms);
 	return (g);
-}
-
-/* Give the lead g (no parts yet) the ID id: a copy, in its sem's hash. */
-static void
-grant_take_id(struct grant *g, const char *id, size_t len)
-{
-	if ((g->id = malloc(len + 1)) == NULL)
-		abort();
-	memcpy(g->id, id, len);
-	g->id[len] = '\0';
-	g->id_len = len;
-	HASH_ADD_KEYPTR(idh, g->sem->grant_ids, g->id, g->id_len, g);
 }
 
 /*
@@ -311,16 +261,16 @@ grant_make(struct engine *e, const struct engine_part *parts,
 	uint32_t	 i;
 
 	if (lease_ms < 0)
-		g = grant_new(e, parts[0].sem, ++e->last_token, parts[0].n,
+		g = engine_grant_new(e, parts[0].sem, ++e->last_token, parts[0].n,
 		    GRANT_CONN, o, 0);
 	else {
-		g = grant_new(e, parts[0].sem, ++e->last_token, parts[0].n,
+		g = engine_grant_new(e, parts[0].sem, ++e->last_token, parts[0].n,
 		    GRANT_LEASE, NULL, (uint64_t)lease_ms);
 		if (id != NULL)
-			grant_take_id(g, id, id_len);
+			engine_id_take(g, id, id_len);
 	}
 	for (i = 1; i < nparts; i++)
-		grant_part_new(e, g, parts[i].sem, parts[i].n);
+		engine_grant_part_new(e, g, parts[i].sem, parts[i].n);
 	e->stats.grants_total++;
 	for (i = 0; i < nparts; i++) {
 		parts[i].sem->stats.grants_total++;
@@ -355,8 +305,8 @@ grant_unlink(struct engine *e, struct grant *g)
 /* Serve s's queue now, or once the wake under way is done. */
 static void	sem_wake_drain(struct engine *);
 
-static void
-sem_wake(struct engine *e, struct sem *s, int released)
+void
+engine_sem_wake(struct engine *e, struct sem *s, int released)
 {
 	struct engine_sem	*es = (struct engine_sem *)s;
 
@@ -402,15 +352,15 @@ grant_release(struct engine *e, struct grant *g,
 	engine_emit_released(e, g->sem, g, reason);
 	grant_free(g);
 	for (i = 0; i < k; i++)
-		sem_wake(e, sems[i], 1);
+		engine_sem_wake(e, sems[i], 1);
 }
 
 /*
  * Take lead w's parts off their queues and cancel its timer; it stays on
  * its owner's list. The semaphores it left go into sems (if not NULL).
  */
-static uint32_t
-waiter_dequeue(struct engine *e, struct waiter *w, struct sem **sems)
+uint32_t
+engine_waiter_dequeue(struct engine *e, struct waiter *w, struct sem **sems)
 {
 	struct waiter	*part;
 	uint32_t	 k = 0;
@@ -430,8 +380,8 @@ waiter_dequeue(struct engine *e, struct waiter *w, struct sem **sems)
 }
 
 /* Free a dequeued waiter (a lead) and its parts. */
-static void
-waiter_free(struct waiter *w)
+void
+engine_waiter_free(struct waiter *w)
 {
 	struct waiter	*part, *next;
 
@@ -445,8 +395,8 @@ waiter_free(struct waiter *w)
 }
 
 /* Count a TIMEOUT answered to the request w (a lead). */
-static void
-waiter_count_timeout(struct engine *e, struct waiter *w)
+void
+engine_waiter_count_timeout(struct engine *e, struct waiter *w)
 {
 	struct waiter	*part;
 
@@ -456,8 +406,8 @@ waiter_count_timeout(struct engine *e, struct waiter *w)
 }
 
 /* A waiter's timeout ran out: answer it, then serve the ones behind it. */
-static void
-waiter_timer_fired(void *arg)
+void
+engine_waiter_timer_fired(void *arg)
 {
 	struct waiter	*w = arg;
 	struct sem	*s = w->sem, *sems[ENGINE_PARTS_MAX];
@@ -466,12 +416,12 @@ waiter_timer_fired(void *arg)
 	uint32_t	 i, k;
 
 	w->timer = NULL;	/* a fired handle is dead */
-	waiter_count_timeout(e, w);
-	k = waiter_dequeue(e, w, sems);
-	waiter_free(w);
+	engine_waiter_count_timeout(e, w);
+	k = engine_waiter_dequeue(e, w, sems);
+	engine_waiter_free(w);
 	engine_emit(e, ENGINE_EV_WAIT_TIMEOUT, s, NULL, cookie);
 	for (i = 0; i < k; i++)
-		sem_wake(e, sems[i], 0);
+		engine_sem_wake(e, sems[i], 0);
 }
 
 /* 1 when lead w is at the head of each of its queues, and each has room. */
@@ -524,18 +474,18 @@ sem_serve(struct engine *e, struct sem *s, int released)
 			    now > s->stats.last_release_ms ?
 			    now - s->stats.last_release_ms : 0);
 		}
-		waiter_dequeue(e, w, NULL);
+		engine_waiter_dequeue(e, w, NULL);
 		/* The ID passes to the grant (it was unhashed above). */
 		id = w->id;
 		id_len = w->id_len;
 		w->id = NULL;
-		waiter_free(w);
+		engine_waiter_free(w);
 		grant_make(e, parts, k, o, lease_ms, id, id_len, cookie,
 		    asked_ms);
 		free(id);
 		for (i = 0; i < k; i++) {
 			if (parts[i].sem != s)
-				sem_wake(e, parts[i].sem, 0);
+				engine_sem_wake(e, parts[i].sem, 0);
 		}
 	}
 }
@@ -648,7 +598,7 @@ engine_resize(struct engine *e, struct sem *s, uint32_t capacity)
 {
 	s->capacity = capacity;
 	engine_emit(e, ENGINE_EV_SEM_RESIZED, s, NULL, NULL);
-	sem_wake(e, s, 0);
+	engine_sem_wake(e, s, 0);
 }
 
 enum proto_err
@@ -696,133 +646,19 @@ engine_owner_free(struct engine *e, struct owner *o)
 	 * can never grant o (about to be freed) anything.
 	 */
 	DL_FOREACH2(o->waiters, w, own_next)
-		waiter_dequeue(e, w, NULL);
+		engine_waiter_dequeue(e, w, NULL);
 	while (o->grants != NULL)
 		grant_release(e, o->grants, RELEASE_CLOSED);
 	/* Serve the queues the waiters left, as after a timeout. */
 	while ((w = o->waiters) != NULL) {
 		for (k = 0, part = w; part != NULL; part = part->part_next)
 			sems[k++] = part->sem;
-		waiter_free(w);
+		engine_waiter_free(w);
 		for (i = 0; i < k; i++)
-			sem_wake(e, sems[i], 0);
+			engine_sem_wake(e, sems[i], 0);
 	}
 	e->nowners--;
 	free(o);
-}
-
-/* 1 when lead g holds exactly the parts of r (any order, same n each). */
-static int
-grant_matches(const struct grant *g, const struct engine_request *r)
-{
-	const struct grant	*part;
-	uint32_t		 i;
-
-	if (g->nparts != r->nparts)
-		return (0);
-	for (i = 0; i < r->nparts; i++) {
-		for (part = g; part != NULL; part = part->part_next)
-			if (part->sem == r->parts[i].sem)
-				break;
-		if (part == NULL || part->n != r->parts[i].n)
-			return (0);
-	}
-	return (1);
-}
-
-/* The same for a waiting request (a lead). */
-static int
-waiter_matches(const struct waiter *w, const struct engine_request *r)
-{
-	const struct waiter	*part;
-	uint32_t		 i;
-
-	if (w->nparts != r->nparts)
-		return (0);
-	for (i = 0; i < r->nparts; i++) {
-		for (part = w; part != NULL; part = part->part_next)
-			if (part->sem == r->parts[i].sem)
-				break;
-		if (part == NULL || part->n != r->parts[i].n)
-			return (0);
-	}
-	return (1);
-}
-
-/*
- * The waiter w (a lead) is taken over by r, which has its ID and parts:
- * the old request hears WAIT_REPLACED; w keeps its place in every queue
- * and becomes r's (owner, cookie, lease, timeout from now).
- */
-static void
-waiter_take_over(struct engine *e, struct waiter *w,
-    const struct engine_request *r, enum acquire_status *status)
-{
-	struct sem	*sems[ENGINE_PARTS_MAX];
-	struct waiter	*part;
-	void		*old = w->cookie;
-	uint32_t	 i, k;
-
-	engine_timer_cancel(e, &w->timer);
-	DL_DELETE2(w->owner->waiters, w, own_prev, own_next);
-	w->owner = r->owner;
-	for (part = w; part != NULL; part = part->part_next)
-		part->owner = r->owner;
-	DL_APPEND2(r->owner->waiters, w, own_prev, own_next);
-	w->cookie = r->cookie;
-	w->lease_ms = r->lease_ms;
-	engine_emit(e, ENGINE_EV_WAIT_REPLACED, w->sem, NULL, old);
-	if (r->timeout_ms == 0) {
-		/* Took its place only to give up at once, as TRY does. */
-		waiter_count_timeout(e, w);
-		k = waiter_dequeue(e, w, sems);
-		waiter_free(w);
-		for (i = 0; i < k; i++)
-			sem_wake(e, sems[i], 0);
-		*status = ACQUIRE_TIMEOUT;
-		return;
-	}
-	if (r->timeout_ms > 0)
-		w->timer = engine_timer_add(e, (uint64_t)r->timeout_ms,
-		    waiter_timer_fired, w);
-	*status = ACQUIRE_QUEUED;
-}
-
-/*
- * The ID rules for r (which has an ID): PERR_NONE and *status set when
- * they decided (a repeat, a take-over); PERR_EXISTS; or PERR_NONE with
- * *status left ACQUIRE_GRANTED when the ID is free.
- */
-static enum proto_err
-engine_acquire_id(struct engine *e, const struct engine_request *r,
-    enum acquire_status *status, struct grant **grant)
-{
-	struct grant	*g;
-	struct waiter	*w;
-	uint32_t	 i;
-
-	for (i = 0; i < r->nparts; i++) {
-		HASH_FIND(idh, r->parts[i].sem->grant_ids, r->id, r->id_len,
-		    g);
-		if (g == NULL)
-			continue;
-		if (!grant_matches(g->lead, r))
-			return (PERR_EXISTS);
-		*grant = g->lead;
-		*status = ACQUIRE_REPEATED;
-		return (PERR_NONE);
-	}
-	for (i = 0; i < r->nparts; i++) {
-		HASH_FIND(idh, r->parts[i].sem->waiter_ids, r->id, r->id_len,
-		    w);
-		if (w == NULL)
-			continue;
-		if (!waiter_matches(w->lead, r))
-			return (PERR_EXISTS);
-		waiter_take_over(e, w->lead, r, status);
-		return (PERR_NONE);
-	}
-	return (PERR_NONE);
 }
 
 /* Queue r at the tail of each of its queues (status QUEUED). */
@@ -868,7 +704,7 @@ engine_enqueue(struct engine *e, const struct engine_request *r)
 	e->nwaiters++;
 	if (r->timeout_ms > 0) {
 		w->timer = engine_timer_add(e, (uint64_t)r->timeout_ms,
-		    waiter_timer_fired, w);
+		    engine_waiter_timer_fired, w);
 	}
 }
 
@@ -892,7 +728,7 @@ engine_acquire_req(struct engine *e, const struct engine_request *r,
 		return (PERR_UNAVAILABLE);
 	if (r->id != NULL) {
 		*status = ACQUIRE_GRANTED;
-		if ((err = engine_acquire_id(e, r, status, grant)) !=
+		if ((err = engine_id_rules(e, r, status, grant)) !=
 		    PERR_NONE || *status != ACQUIRE_GRANTED)
 			return (err);
 	}
@@ -1040,61 +876,7 @@ engine_hold_grants(struct engine *e, int hold)
 		return;
 	/* A queue may have been held back with room to spare: serve it. */
 	HASH_ITER(hh, e->sems, s, tmp)
-		sem_wake(e, s, 1);
-}
-
-struct grant *
-engine_restore_grant(struct engine *e, struct sem *s, uint64_t token,
-    uint32_t n, enum grant_kind kind, uint64_t ttl_ms)
-{
-	struct grant	*g;
-
-	assert(kind != GRANT_CONN && token != 0);
-	if (token > ENGINE_TOKEN_MAX)
-		return (NULL);
-	HASH_FIND(hh, e->grants, &token, sizeof(token), g);
-	if (g != NULL)
-		return (NULL);
-	engine_raise_token_floor(e, token);
-	return (grant_new(e, s, token, n, kind, NULL, ttl_ms));
-}
-
-struct grant *
-engine_restore_part(struct engine *e, struct grant *lead, struct sem *s,
-    uint32_t n)
-{
-	struct grant	*part;
-
-	assert(lead == lead->lead);
-	if (lead->nparts >= ENGINE_PARTS_MAX)
-		return (NULL);
-	for (part = lead; part != NULL; part = part->part_next)
-		if (part->sem == s)
-			return (NULL);
-	return (grant_part_new(e, lead, s, n));
-}
-
-int
-engine_grant_set_id(struct engine *e, struct grant *lead, const char *id,
-    size_t len)
-{
-	struct grant	*part, *other;
-
-	(void)e;
-	assert(lead == lead->lead && lead->id == NULL);
-	for (part = lead; part != NULL; part = part->part_next) {
-		HASH_FIND(idh, part->sem->grant_ids, id, len, other);
-		if (other != NULL)
-			return (-1);
-	}
-	grant_take_id(lead, id, len);
-	for (part = lead->part_next; part != NULL; part = part->part_next) {
-		part->id = lead->id;
-		part->id_len = lead->id_len;
-		HASH_ADD_KEYPTR(idh, part->sem->grant_ids, part->id,
-		    part->id_len, part);
-	}
-	return (0);
+		engine_sem_wake(e, s, 1);
 }
 
 void

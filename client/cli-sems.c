@@ -14,8 +14,13 @@
  *		:digits (alone, "x:5" would be x with 5)
  *	db:	the name "db:", 1; and ":5" the name ":5", 1
  *	db:0	refused: a count is 1..2^31-1, as the protocol's <n>
+ *
+ * TIMEOUT, LEASE and ID are ACQUIREALL's keywords in any position of a
+ * name, so they name no semaphore of several (one alone still may be
+ * called "timeout", as before).
  */
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "proto.h"
@@ -60,13 +65,29 @@ cli_sem_split(const char *cmd, const char *word, struct cli_sem *out)
 	return (0);
 }
 
-/* Add NAME[:N] to the command's semaphores; -1 after a usage error. */
+/* 1 if name is one of ACQUIREALL's keywords (any case). */
+static int
+cli_sem_keyword(const char *name)
+{
+	return (strcasecmp(name, "TIMEOUT") == 0 ||
+	    strcasecmp(name, "LEASE") == 0 || strcasecmp(name, "ID") == 0);
+}
+
+/*
+ * Add NAME[:N] to the command's semaphores; -1 after a usage error. A
+ * keyword after the first name is an option without its value (the
+ * protocol's words take it, cli_parse_args): refused.
+ */
 int
 cli_sem_add(const char *cmd, const char *word, struct cli_args *a)
 {
 	struct cli_sem	s;
 	int		i;
 
+	if (a->nsems > 0 && cli_sem_keyword(word)) {
+		cli_usage_error("%s: %s without its value", cmd, word);
+		return (-1);
+	}
 	if (cli_sem_split(cmd, word, &s) != 0)
 		return (-1);
 	if (a->nsems == SEMC_ACQUIRE_ALL_MAX) {
@@ -94,6 +115,8 @@ cli_sem_add(const char *cmd, const char *word, struct cli_args *a)
 int
 cli_sems_finish(const char *cmd, struct cli_args *a)
 {
+	int	i;
+
 	if (a->nsems == 0)
 		return (0);
 	if (a->nsems == 1 && a->sems[0].n_given) {
@@ -110,6 +133,15 @@ cli_sems_finish(const char *cmd, struct cli_args *a)
 		cli_usage_error("%s: with several semaphores give each its "
 		    "count as NAME:N (gpu:1 db:2), not -n", cmd);
 		return (-1);
+	}
+	for (i = 0; a->nsems > 1 && i < a->nsems; i++) {
+		/* ACQUIREALL reads them as keywords wherever a name goes. */
+		if (cli_sem_keyword(a->sems[i].name)) {
+			cli_usage_error("%s: '%s' is a keyword of ACQUIREALL, "
+			    "so it cannot be one of several semaphores", cmd,
+			    a->sems[i].name);
+			return (-1);
+		}
 	}
 	a->pos[0] = a->sems[0].name;
 	a->npos = 1;

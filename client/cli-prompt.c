@@ -144,7 +144,9 @@ readline(const char *prompt)
 struct cli_held {
 	struct cli_held	*next;
 	struct semc	*c;
-	char		 sem[SEMC_NAME_MAX + 1];
+	struct cli_sem	*sems;		/* its semaphores: one, or the
+					   several of one ACQUIREALL grant */
+	int		 nsems;
 	uint64_t	 token;
 };
 
@@ -459,7 +461,21 @@ cli_prompt_acquire(struct cli *cli, const struct cli_args *a)
 			return (lease ? CLI_EXIT_OK : CLI_EXIT_SERVER);
 		}
 		h->c = side;
-		snprintf(h->sem, sizeof(h->sem), "%s", a->pos[0]);
+		h->nsems = a->nsems > 0 ? a->nsems : 1;
+		if ((h->sems = calloc((size_t)h->nsems,
+		    sizeof(*h->sems))) == NULL) {
+			fprintf(stderr, "semd-cli: out of memory: the permit is "
+			    "released\n");
+			semc_free(side);
+			free(h);
+			return (CLI_EXIT_SERVER);
+		}
+		if (a->nsems > 0)
+			memcpy(h->sems, a->sems, (size_t)h->nsems *
+			    sizeof(*h->sems));
+		else
+			snprintf(h->sems[0].name, sizeof(h->sems[0].name), "%s",
+			    a->pos[0]);
 		h->token = token;
 		h->next = cli->held;
 		cli->held = h;
@@ -506,9 +522,14 @@ cli_prompt_find(struct cli *cli, const char *sem, uint64_t token)
 {
 	struct cli_held	**hp;
 
+	int		  i;
+
+	/* A grant of several semaphores is named through any of them. */
 	for (hp = &cli->held; *hp != NULL; hp = &(*hp)->next) {
-		if ((*hp)->token == token && strcmp((*hp)->sem, sem) == 0)
-			return (hp);
+		for (i = 0; (*hp)->token == token && i < (*hp)->nsems; i++) {
+			if (strcmp((*hp)->sems[i].name, sem) == 0)
+				return (hp);
+		}
 	}
 	return (NULL);
 }
@@ -533,6 +554,7 @@ cli_prompt_forget(struct cli *cli, const char *sem, uint64_t token)
 	h = *hp;
 	*hp = h->next;
 	semc_free(h->c);
+	free(h->sems);
 	free(h);
 }
 
@@ -545,6 +567,7 @@ cli_prompt_free(struct cli *cli)
 	while ((h = cli->held) != NULL) {
 		cli->held = h->next;
 		semc_free(h->c);
+		free(h->sems);
 		free(h);
 	}
 	free(cli->password);

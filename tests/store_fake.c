@@ -154,7 +154,8 @@ fake_load(struct store *st, const struct store_loader *ld, void *ctx,
 	for (i = 0; i < fake.nload_grants; i++) {
 		g = &fake.load_grants[i];
 		ld->grant(ctx, g->sem, g->token, g->n, g->kind,
-		    g->lease_left_ms, g->holder_name, g->holder_addr);
+		    g->lease_left_ms, g->holder_name, g->holder_addr,
+		    g->multi, g->id);
 		if (g->token > high)
 			high = g->token;
 	}

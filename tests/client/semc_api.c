@@ -12,8 +12,9 @@
  *					was lost, ACQUIREALL's request line
  *	semc_api ids PORT		request ids and ACQUIREALL on semd
  *					--semaphore a 1 --semaphore b 2
- *	semc_api lostproxy PORT		a leased ACQUIRE a through a proxy
- *					that loses the first reply
+ *	semc_api lostproxy PORT [MS]	a leased ACQUIRE a through a proxy
+ *					that loses the first reply (MS: its
+ *					failover_timeout_ms)
  *	semc_api keeper PORT		the lease keeper
  *	semc_api reattach PORT kept|lost   holds a bound permit across a
  *					semd restart the script does
@@ -636,10 +637,17 @@ out:
  * prints the token; the script checks semd granted one.
  */
 static void
-scenario_lostproxy(const char *port)
+scenario_lostproxy(const char *port, const char *failover_ms)
 {
-	struct semc	*c = handle(port, NULL, 5000);
-	uint64_t	 t;
+	struct semc_opts	 opts = SEMC_OPTS_INIT;
+	struct semc		*c;
+	uint64_t		 t;
+
+	opts.port = atoi(port);
+	opts.io_timeout_ms = 5000;
+	opts.failover_timeout_ms = failover_ms != NULL ? atoi(failover_ms) : 0;
+	if ((c = semc_new(&opts)) == NULL)
+		exit(1);
 
 	if (expect(c, semc_acquire(c, "a", 1, 5000, 60000, &t), SEMC_OK,
 	    "a leased ACQUIRE whose reply the proxy lost: the token"))
@@ -1423,7 +1431,7 @@ main(int argc, char **argv)
 	else if (argc >= 3 && strcmp(argv[1], "ids") == 0)
 		scenario_ids(argv[2]);
 	else if (argc >= 3 && strcmp(argv[1], "lostproxy") == 0)
-		scenario_lostproxy(argv[2]);
+		scenario_lostproxy(argv[2], argc >= 4 ? argv[3] : NULL);
 	else if (argc >= 3 && strcmp(argv[1], "keeper") == 0)
 		scenario_keeper(argv[2]);
 	else if (argc >= 4 && strcmp(argv[1], "reattach") == 0)

@@ -8,10 +8,12 @@ Against a scripted fake semd: the request lines libsemc and semd-cli
 send (the id drawn for every lease, kept across the retries; ACQUIREALL;
 NAME:N split at the last colon only before digits). Against a real semd:
 both or neither, the same id answers the same token, a reply lost by a
-proxy is learnt again with one grant in HOLDERS, and two run loops that
+proxy (or by a kill -9 of semd with persistence, and its restart) is
+learnt again with one grant in HOLDERS, and two run loops that
 name a and b in opposite orders never deadlock."""
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -193,7 +195,7 @@ def test_cli_words():
             rc, got, err = sent(*args)
             ok(rc == 2 and text in err and got == [],
                "%s: usage error, nothing sent (%d: %s)" % (
-                   desc, rc, err.strip()[:200]))
+                   desc, rc, (err.strip().splitlines() or [""])[0][:200]))
         rc, got, err = sent("acquire", "closes", "--lease", "1m")
         eq(rc, 3, "a lease never answered: exit 3")
         ok(" ID " in err and "learns the token" in err,
@@ -212,10 +214,13 @@ def test_library_real():
 class LosingProxy:
     """127.0.0.1:port -> semd: passes lines both ways, but closes the
     client's connection, without its reply, after the first request that
-    carries an ID. requests lists what the client sent."""
+    carries an ID (calling on_lose() first, when given). requests lists
+    what the client sent; a semd out of reach closes the client's
+    connection too."""
 
-    def __init__(self, upstream):
+    def __init__(self, upstream, on_lose=None):
         self.upstream = upstream
+        self.on_lose = on_lose
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -234,24 +239,41 @@ class LosingProxy:
                              daemon=True).start()
 
     def _serve(self, s):
-        up = socket.create_connection(("127.0.0.1", self.upstream))
+        try:
+            up = socket.create_connection(("127.0.0.1", self.upstream))
+        except OSError:
+            s.close()
+            return
         f = up.makefile("rb")
-        buf = b""
         with s, up:
-            while True:
-                data = s.recv(4096)
-                if not data:
+            try:
+                self._relay(s, up, f)
+            except OSError:
+                pass        # either side closed: the client sees a close
+
+    def _relay(self, s, up, f):
+        buf = b""
+        while True:
+            data = s.recv(4096)
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                ln, buf = buf.split(b"\n", 1)
+                self.requests.append(ln.decode())
+                up.sendall(ln + b"\n")
+                reply = f.readline()
+                if b" ID " in ln and self.lost == 0:
+                    self.lost += 1
+                    # semd granted; the reply is lost, then on_lose (the
+                    # client's retries meanwhile find no semd).
+                    s.shutdown(socket.SHUT_RDWR)
+                    if self.on_lose is not None:
+                        self.on_lose()
                     return
-                buf += data
-                while b"\n" in buf:
-                    ln, buf = buf.split(b"\n", 1)
-                    self.requests.append(ln.decode())
-                    up.sendall(ln + b"\n")
-                    reply = f.readline()
-                    if b" ID " in ln and self.lost == 0:
-                        self.lost += 1
-                        return      # semd granted; the reply is lost
-                    s.sendall(reply)
+                if not reply:
+                    return
+                s.sendall(reply)
 
     def close(self):
         self.sock.close()
@@ -279,6 +301,51 @@ def test_lost_reply_retry():
                "(%s; %s)" % (m and m.group(1), h))
         finally:
             p.close()
+
+
+def test_lost_reply_restart():
+    """The reply is lost because semd was killed (kill -9) after granting
+    it, with persistence: libsemc asks the restarted semd, which knows
+    the id from Redis, and gets the same token."""
+    if not semd_supports("persistence"):
+        skip("this semd has no persistence")
+    with Redis() as r:
+        port = free_port()
+        args = ("--bind", "127.0.0.1", "--port", str(port), "--semaphore",
+                "a", "1", "--persistence", "sync", "--owner-lease", "1s",
+                "--redis", "127.0.0.1:%d" % r.port)
+        daemons = [start_semd(*args, bind=None, timeout=60)]
+
+        def restart():
+            d = daemons[-1]
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            d.stop(quiet=True)
+            daemons.append(start_semd(*args, bind=None, timeout=60))
+
+        p = LosingProxy(port, on_lose=restart)
+        try:
+            p2 = subprocess.run([SEMC_API, "lostproxy", str(p.port),
+                                 "90000"], capture_output=True, text=True,
+                                timeout=120, env=client_env())
+            relay(p2.stdout, "semc_api")
+            no_sanitizer_report(p2.stderr, "semc_api lostproxy")
+            eq(p2.returncode, 0, "semc_api lostproxy exits 0")
+            m = re.search(r"^token (\d+)$", p2.stdout, re.M)
+            acq = [q for q in p.requests if q.startswith("ACQUIRE")]
+            ok(len(acq) >= 2 and len(set(map(without_timeout, acq))) == 1,
+               "sent again with the same id until the new semd answered "
+               "(%d times)" % len(acq))
+            eq(len(daemons), 2, "semd was killed and started again")
+            h = daemons[-1].connect().listing("HOLDERS a")
+            ok(m is not None and len(h) == 1 and
+               h[0]["token"] == m.group(1),
+               "the restarted semd holds one grant, the token the client "
+               "learnt (%s; %s)" % (m and m.group(1), h))
+        finally:
+            p.close()
+            for d in daemons:
+                d.stop(quiet=True)
 
 
 def test_cli_real():
@@ -368,7 +435,7 @@ def test_run_bound_and_lease():
                "%s: SEMD_SEM, SEMD_N, SEMD_SEMS: %s" % (kind, lines[:1]))
             ok("used=1" in out and "used=2" in out and
                ("lease" if extra else "conn") in out,
-               "%s: both held while CMD runs: %s" % (kind, out))
+               "%s: both held while CMD runs" % kind, out)
             c = d.connect()
             eq([c.info(s)["used"] for s in ("gpu", "db")], ["0", "0"],
                "%s: both released when CMD ends" % kind)
@@ -379,5 +446,5 @@ def test_run_bound_and_lease():
 
 
 run(test_library_fake, test_cli_words, test_library_real,
-    test_lost_reply_retry, test_cli_real, test_run_no_deadlock,
-    test_run_bound_and_lease, time_limit=240)
+    test_lost_reply_retry, test_lost_reply_restart, test_cli_real,
+    test_run_no_deadlock, test_run_bound_and_lease, time_limit=360)

@@ -642,16 +642,17 @@ scenario_lostproxy(const char *port, const char *failover_ms)
 	struct semc_opts	 opts = SEMC_OPTS_INIT;
 	struct semc		*c;
 	uint64_t		 t;
+	int64_t			 start = now_ms();
 
 	opts.port = atoi(port);
 	opts.io_timeout_ms = 5000;
 	opts.failover_timeout_ms = failover_ms != NULL ? atoi(failover_ms) : 0;
 	if ((c = semc_new(&opts)) == NULL)
 		exit(1);
-
 	if (expect(c, semc_acquire(c, "a", 1, 5000, 60000, &t), SEMC_OK,
 	    "a leased ACQUIRE whose reply the proxy lost: the token"))
-		printf("token %llu\n", (unsigned long long)t);
+		printf("token %llu\ntook_ms %lld\n", (unsigned long long)t,
+		    (long long)(now_ms() - start));
 	semc_free(c);
 }
 

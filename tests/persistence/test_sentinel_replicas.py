@@ -16,7 +16,8 @@ down-after-milliseconds 1000, failover-timeout 5000), all private on
    was answered OK; each client's tokens keep increasing and those after
    the failover are above every earlier one; the remaining replica,
    which Sentinel points at the new master, acknowledges, so grants go on
-   (and it holds them).
+   (and it holds them). semd restarted (kill -9) right after the
+   failover finds every lease on the new master, and tokens go on up.
 2. Then that last replica is stopped: with N=1 and no replica, grants
    get ERR UNAVAILABLE and nothing is granted (HOLDERS unchanged).
 """
@@ -231,6 +232,23 @@ def test_failover_with_min_replicas():
                                   attempt(memory_state, c)))
     ok(redis_as_memory(new) == memory_state(c), "the new master holds what "
        "semd holds")
+
+    # A restart of semd right after the failover: it claims the new master
+    # (the claim too needs the replica's WAIT) and loads every lease.
+    expected = sorted(memory_state(c)["s"]["grants"])
+    c.close()
+    t_restart = time.monotonic()
+    p.restart()
+    note("measured: semd restarted (kill -9) on the new master serves "
+         "again %.2f s later (the killed owner's key expires first: "
+         "owner-lease 10 s)" % (time.monotonic() - t_restart))
+    c = p.connect()
+    eq(sorted(holders(c, "s")), expected, "after a restart on the new "
+       "master, HOLDERS lists the same %d leases" % len(expected))
+    t3 = expect_token(c, "ACQUIRE s LEASE 600000", "a grant after the "
+                      "restart (the replica acknowledges)")
+    ok(t3 > max(granted), "tokens keep increasing after the restart",
+       "%d after %d" % (t3, max(granted)))
 
     # N=1 and every replica stopped: nothing is granted.
     other.kill()

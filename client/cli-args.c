@@ -7,7 +7,9 @@
  * grammar, a bare number is seconds) and the protocol's own words after
  * the semaphore (ACQUIRE jobs 2 TIMEOUT 100 LEASE 60000, in the
  * protocol's milliseconds). Keywords are recognised only after the first
- * positional argument, so a semaphore may be named "timeout".
+ * positional argument, so a semaphore may be named "timeout". acquire,
+ * try and run name their semaphores as NAME[:N] (cli-sems.c), one or
+ * several.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -222,7 +224,7 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 		if (strcmp(argv[i], "--") == 0 && (flags & CLI_OPT_CMD)) {
 			a->argv = argv + i + 1;
 			a->argc = argc - i - 1;
-			return (0);
+			return (cli_sems_finish(cmd, a));
 		}
 		/* run's options, its durations included (cli-run.c). */
 		if ((flags & CLI_OPT_CMD) &&
@@ -238,24 +240,33 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 		    (v = cli_optval("--n", argc, argv, &i)) != NULL)) {
 			if (cli_set_n(cmd, v, a) != 0)
 				return (-1);
-		} else if ((flags & CLI_OPT_WORDS) && a->npos > 0 &&
+		} else if ((flags & CLI_OPT_WORDS) &&
+		    (a->npos > 0 || a->nsems > 0) &&
 		    (flags & CLI_OPT_TIMEOUT) &&
 		    cli_keyword("TIMEOUT", argc, argv, i)) {
 			i++;
 			if (cli_word_duration(cmd, argv[i - 1], argv[i],
 			    &a->timeout_ms) != 0)
 				return (-1);
-		} else if ((flags & CLI_OPT_WORDS) && a->npos > 0 &&
+		} else if ((flags & CLI_OPT_WORDS) &&
+		    (a->npos > 0 || a->nsems > 0) &&
 		    (flags & CLI_OPT_LEASE) &&
 		    cli_keyword("LEASE", argc, argv, i)) {
 			i++;
 			if (cli_word_duration(cmd, argv[i - 1], argv[i],
 			    &a->lease_ms) != 0)
 				return (-1);
+		} else if ((flags & CLI_OPT_WORDS) && (flags & CLI_OPT_ID) &&
+		    a->nsems > 0 && cli_keyword("ID", argc, argv, i)) {
+			a->id = argv[++i];
 		} else if ((flags & CLI_OPT_WORDS) && (flags & CLI_OPT_N) &&
-		    a->npos == 1 && argv[i][0] >= '0' && argv[i][0] <= '9') {
+		    (a->npos == 1 || (a->nsems == 1 && !a->sems[0].n_given)) &&
+		    argv[i][0] >= '0' && argv[i][0] <= '9') {
 			if (cli_set_n(cmd, argv[i], a) != 0)
 				return (-1);
+		} else if ((flags & CLI_OPT_ID) &&
+		    (v = cli_optval("--id", argc, argv, &i)) != NULL) {
+			a->id = v;
 		} else if ((flags & CLI_OPT_TIMEOUT) &&
 		    (v = cli_optval("--timeout", argc, argv, &i)) != NULL) {
 			if (cli_opt_duration(cmd, "--timeout", v,
@@ -270,6 +281,9 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 			cli_usage_error("%s: unknown option '%s'", cmd,
 			    argv[i]);
 			return (-1);
+		} else if (flags & CLI_OPT_SEMS) {
+			if (cli_sem_add(cmd, argv[i], a) != 0)
+				return (-1);
 		} else if (a->npos == CLI_MAX_POS) {
 			cli_usage_error("%s: too many arguments", cmd);
 			return (-1);
@@ -280,5 +294,5 @@ cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 		cli_usage_error("%s: expected '-- COMMAND [ARGS...]'", cmd);
 		return (-1);
 	}
-	return (0);
+	return (cli_sems_finish(cmd, a));
 }

@@ -148,6 +148,31 @@ cli_delete(struct cli *cli, const struct cli_args *a)
 }
 
 /*
+ * The acquire of a command's semaphores on c, waiting timeout_ms (0:
+ * sent as TRY): ACQUIRE of one, ACQUIREALL of several; with --id as its
+ * request id (else libsemc draws one for a lease).
+ */
+enum semc_err
+cli_acquire_call(struct semc *c, const struct cli_args *a, int64_t timeout_ms,
+    uint64_t *token)
+{
+	struct semc_acquire_opts	 opts = SEMC_ACQUIRE_OPTS_INIT;
+	struct semc_want		 want[SEMC_ACQUIRE_ALL_MAX];
+	int				 i;
+
+	opts.id = a->id;
+	if (a->nsems < 2)
+		return (semc_acquire_with(c, a->pos[0], a->n, timeout_ms,
+		    a->lease_ms, &opts, token));
+	for (i = 0; i < a->nsems; i++) {
+		want[i].sem = a->sems[i].name;
+		want[i].n = a->sems[i].n;
+	}
+	return (semc_acquire_all(c, want, (size_t)a->nsems, timeout_ms,
+	    a->lease_ms, &opts, token));
+}
+
+/*
  * ACQUIRE and TRY. A permit bound to the connection would be released
  * the moment semd-cli exits, so outside the prompt they need --lease.
  */
@@ -166,11 +191,7 @@ cli_take(struct cli *cli, const struct cli_args *a, int is_try)
 	}
 	if (!is_try && cli->prompt && a->timeout_ms != 0)
 		return (cli_prompt_acquire(cli, a));
-	if (is_try)
-		err = semc_try(cli->c, a->pos[0], a->n, a->lease_ms, &token);
-	else
-		err = semc_acquire(cli->c, a->pos[0], a->n, a->timeout_ms,
-		    a->lease_ms, &token);
+	err = cli_acquire_call(cli->c, a, is_try ? 0 : a->timeout_ms, &token);
 	if (err != SEMC_OK)
 		return (cli_fail(cli, err));
 	cli_out_token(cli, token);
@@ -478,21 +499,30 @@ static const struct cli_cmd cli_cmds[] = {
 	    "delete an idle semaphore", NULL,
 	    cli_delete },
 	{ "acquire", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_LEASE |
-	    CLI_OPT_WORDS, "acquire SEM [-n N] [--timeout D] --lease D",
+	    CLI_OPT_WORDS | CLI_OPT_SEMS | CLI_OPT_ID,
+	    "acquire SEM[:N]... [-n N] [--timeout D] --lease D [--id ID]",
 	    "wait for N permits; print token",
 	    "Prints the token alone on a line. Waits for ever without --timeout;\n"
 	    "exit 1 if not granted in time.\n"
+	    "Several semaphores (gpu:1 db:2, up to 16) are taken all at once or\n"
+	    "not at all, as one grant with one token. SEM:N splits at the last\n"
+	    "':' when only digits follow it; a name that ends in :digits takes\n"
+	    "its count (x:5:1 is x:5, 1 permit).\n"
 	    "A permit without a lease is bound to the connection, so --lease is\n"
 	    "needed except at the prompt or in a pipe (released when they end).\n"
+	    "A lease is asked with a request id (--id, else a random one): a\n"
+	    "reply lost on the way is asked for again, and the same id always\n"
+	    "answers the same lease's token.\n"
 	    "At the prompt, Ctrl-C cancels a waiting acquire.\n"
 	    CLI_D_OPT CLI_D_WORDS
-	    "  acquire SEM [N] [TIMEOUT ms] [LEASE ms]    e.g. ACQUIRE jobs 2 "
-	    "TIMEOUT 100\n", cli_acquire },
-	{ "try", 1, CLI_OPT_N | CLI_OPT_LEASE | CLI_OPT_WORDS,
-	    "try SEM [-n N] --lease D",
+	    "  acquire SEM [N] [TIMEOUT ms] [LEASE ms] [ID id]    e.g. ACQUIRE "
+	    "jobs 2 TIMEOUT 100\n", cli_acquire },
+	{ "try", 1, CLI_OPT_N | CLI_OPT_LEASE | CLI_OPT_WORDS | CLI_OPT_SEMS |
+	    CLI_OPT_ID, "try SEM[:N]... [-n N] --lease D [--id ID]",
 	    "take N permits if free now",
-	    "Exit 1 if they are not free. --lease as for acquire.\n"
-	    CLI_D_OPT CLI_D_WORDS "  try SEM [N] [LEASE ms]\n", cli_try },
+	    "Exit 1 if they are not free. SEM:N, --lease and --id as for\n"
+	    "acquire.\n"
+	    CLI_D_OPT CLI_D_WORDS "  try SEM [N] [LEASE ms] [ID id]\n", cli_try },
 	{ "release", 2, 0, "release SEM TOKEN", "release a permit", NULL,
 	    cli_release },
 	{ "refresh", 3, 0, "refresh SEM TOKEN D",
@@ -550,13 +580,16 @@ static const struct cli_cmd cli_cmds[] = {
 	    cli_watch },
 	{ "quit", 0, 0, "quit", "send QUIT (prompt: leave)", NULL,
 	    cli_quit },
-	{ "run", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_CMD,
-	    "run SEM [-n N] [--timeout D] [OPTIONS] -- CMD...",
+	{ "run", 1, CLI_OPT_N | CLI_OPT_TIMEOUT | CLI_OPT_CMD | CLI_OPT_SEMS,
+	    "run SEM[:N] [-n N] [--timeout D] [OPTIONS] -- CMD...",
 	    "hold permits while CMD runs",
-	    "Options: --lease D, -E|--conflict-exit-code N (75), --kill-after D\n"
-	    "(10), --on-loss kill|ignore, --name LABEL. CMD gets SEMD_SEM,\n"
-	    "SEMD_TOKEN and SEMD_N. Exits with CMD's status; 75 not granted in\n"
+	    "Options: -s|--sem SEM[:N] (again for each more semaphore: all are\n"
+	    "taken at once, or none), --lease D, -E|--conflict-exit-code N (75),\n"
+	    "--kill-after D (10), --on-loss kill|ignore, --name LABEL. CMD gets\n"
+	    "SEMD_SEM, SEMD_TOKEN and SEMD_N (of the first semaphore) and\n"
+	    "SEMD_SEMS (each SEM:N). Exits with CMD's status; 75 not granted in\n"
 	    "time, 76 the permit was lost while CMD ran; see semd-cli(1).\n"
+	    "  run -s gpu:1 -s db:2 -- ./job\n"
 	    CLI_D_OPT, cli_run },
 	{ "top", 0, CLI_OPT_OWN, "top [-i D] [-n N]",
 	    "a live view of the semaphores",

@@ -144,7 +144,9 @@ readline(const char *prompt)
 struct cli_held {
 	struct cli_held	*next;
 	struct semc	*c;
-	char		 sem[SEMC_NAME_MAX + 1];
+	struct cli_sem	*sems;		/* its semaphores: one, or the
+					   several of one ACQUIREALL grant */
+	int		 nsems;
 	uint64_t	 token;
 };
 
@@ -340,14 +342,22 @@ cli_pipe(struct cli *cli, FILE *in)
 	return (rc);
 }
 
-/* A new connection with the prompt's settings and password; or NULL. */
+/*
+ * A new connection with the prompt's settings and password; or NULL.
+ * cancellable: for a leased acquire, whose lost reply libsemc asks for
+ * again with its id for failover_timeout_ms; Ctrl-C cuts the connection
+ * (cli_prompt_cut), so there it asks once more at most (-1), and a
+ * cancel ends the wait at once.
+ */
 static struct semc *
-cli_prompt_side(struct cli *cli)
+cli_prompt_side(struct cli *cli, int cancellable)
 {
 	struct semc_opts	opts = cli->opts;
 
 	if (cli->password != NULL)
 		opts.password = cli->password;
+	if (cancellable)
+		opts.failover_timeout_ms = -1;
 	return (semc_new(&opts));
 }
 
@@ -356,12 +366,12 @@ cli_prompt_side(struct cli *cli)
  * why not (*rc is then the exit status).
  */
 static struct semc *
-cli_prompt_side_connect(struct cli *cli, int *rc)
+cli_prompt_side_connect(struct cli *cli, int cancellable, int *rc)
 {
 	enum semc_err	 err;
 	struct semc	*side;
 
-	if ((side = cli_prompt_side(cli)) == NULL) {
+	if ((side = cli_prompt_side(cli, cancellable)) == NULL) {
 		fprintf(stderr, "semd-cli: out of memory\n");
 		*rc = CLI_EXIT_SERVER;
 		return (NULL);
@@ -427,18 +437,17 @@ cli_prompt_acquire(struct cli *cli, const struct cli_args *a)
 	uint64_t		 token;
 	int			 rc, cancelled, lease = a->lease_ms != SEMC_BOUND;
 
-	err = semc_try(cli->c, a->pos[0], a->n, a->lease_ms, &token);
+	err = cli_acquire_call(cli->c, a, 0, &token);
 	if (err == SEMC_OK) {
 		cli_out_token(cli, token);
 		return (CLI_EXIT_OK);
 	}
 	if (err != SEMC_TIMEOUT)
 		return (cli_fail(cli, err));
-	if ((side = cli_prompt_side_connect(cli, &rc)) == NULL)
+	if ((side = cli_prompt_side_connect(cli, lease, &rc)) == NULL)
 		return (rc);
 	cli_prompt_wait_begin(side);
-	err = semc_acquire(side, a->pos[0], a->n, a->timeout_ms, a->lease_ms,
-	    &token);
+	err = cli_acquire_call(side, a, a->timeout_ms, &token);
 	cancelled = cli_prompt_wait_end();
 
 	if (err == SEMC_OK && (lease || !cancelled)) {
@@ -452,7 +461,21 @@ cli_prompt_acquire(struct cli *cli, const struct cli_args *a)
 			return (lease ? CLI_EXIT_OK : CLI_EXIT_SERVER);
 		}
 		h->c = side;
-		snprintf(h->sem, sizeof(h->sem), "%s", a->pos[0]);
+		h->nsems = a->nsems > 0 ? a->nsems : 1;
+		if ((h->sems = calloc((size_t)h->nsems,
+		    sizeof(*h->sems))) == NULL) {
+			fprintf(stderr, "semd-cli: out of memory: the permit is "
+			    "released\n");
+			semc_free(side);
+			free(h);
+			return (CLI_EXIT_SERVER);
+		}
+		if (a->nsems > 0)
+			memcpy(h->sems, a->sems, (size_t)h->nsems *
+			    sizeof(*h->sems));
+		else
+			snprintf(h->sems[0].name, sizeof(h->sems[0].name), "%s",
+			    a->pos[0]);
 		h->token = token;
 		h->next = cli->held;
 		cli->held = h;
@@ -463,10 +486,11 @@ cli_prompt_acquire(struct cli *cli, const struct cli_args *a)
 		semc_free(side);
 		return (rc);
 	}
-	semc_free(side);
-	if (lease && err == SEMC_ERR_LOST)
+	if (lease && (err == SEMC_ERR_LOST || err == SEMC_ERR_NOREPLY))
 		fprintf(stderr, "semd-cli: if semd granted the lease just "
-		    "before the cancel, it runs out by itself\n");
+		    "before the cancel, it runs out by itself (%s)\n",
+		    semc_errmsg(side));
+	semc_free(side);
 	return (cli_prompt_cancelled(cli, "acquire"));
 }
 
@@ -480,7 +504,7 @@ cli_prompt_watch(struct cli *cli, const char *sem, uint64_t token,
 	enum semc_err		 err;
 	int			 rc;
 
-	if ((side = cli_prompt_side_connect(cli, &rc)) == NULL)
+	if ((side = cli_prompt_side_connect(cli, 0, &rc)) == NULL)
 		return (rc);
 	cli_prompt_wait_begin(side);
 	err = semc_watch(side, sem, token, timeout_ms, &reason);
@@ -498,9 +522,14 @@ cli_prompt_find(struct cli *cli, const char *sem, uint64_t token)
 {
 	struct cli_held	**hp;
 
+	int		  i;
+
+	/* A grant of several semaphores is named through any of them. */
 	for (hp = &cli->held; *hp != NULL; hp = &(*hp)->next) {
-		if ((*hp)->token == token && strcmp((*hp)->sem, sem) == 0)
-			return (hp);
+		for (i = 0; (*hp)->token == token && i < (*hp)->nsems; i++) {
+			if (strcmp((*hp)->sems[i].name, sem) == 0)
+				return (hp);
+		}
 	}
 	return (NULL);
 }
@@ -525,6 +554,7 @@ cli_prompt_forget(struct cli *cli, const char *sem, uint64_t token)
 	h = *hp;
 	*hp = h->next;
 	semc_free(h->c);
+	free(h->sems);
 	free(h);
 }
 
@@ -537,6 +567,7 @@ cli_prompt_free(struct cli *cli)
 	while ((h = cli->held) != NULL) {
 		cli->held = h->next;
 		semc_free(h->c);
+		free(h->sems);
 		free(h);
 	}
 	free(cli->password);

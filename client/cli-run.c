@@ -33,6 +33,10 @@
  * tell its reclaim-grace (older, or without persistence) is given
  * CLI_RUN_UNBOUNDED_MS out of reach.
  *
+ * Several semaphores (run -s gpu:1 -s db:2) are one grant of ACQUIREALL,
+ * with one token: everything above (RELEASE, REFRESH, WATCH, ATTACH)
+ * names it through its first semaphore and acts on the whole grant.
+ *
  * On a loss CMD gets SIGTERM, SIGKILL --kill-after later (--on-loss
  * ignore: it goes on), and run exits 76. Otherwise the permit is released
  * when CMD ends, and run exits with CMD's status, 128 + N if a signal N
@@ -96,7 +100,7 @@ struct cli_run {
 	int			 warned;
 	int			 lost;
 	int64_t			 kill_ms;	/* SIGKILL due; -1: none */
-	char			*vars[3];	/* SEMD_SEM=.. SEMD_TOKEN=.. */
+	char			*vars[4];	/* SEMD_SEM=.. SEMD_TOKEN=.. */
 };
 
 void
@@ -133,6 +137,9 @@ cli_run_option(int argc, char **argv, int *i, struct cli_args *a)
 	const char	*v;
 	uint32_t	 code;
 
+	if ((v = cli_optval("-s", argc, argv, i)) != NULL ||
+	    (v = cli_optval("--sem", argc, argv, i)) != NULL)
+		return (cli_sem_add("run", v, a) == 0 ? 1 : -1);
 	if ((v = cli_optval("--timeout", argc, argv, i)) != NULL)
 		return (cli_run_duration("--timeout", v, &a->timeout_ms) == 0 ?
 		    1 : -1);
@@ -291,37 +298,70 @@ cli_run_child_signals(const sigset_t *old)
 }
 
 /*
+ * SEMD_SEMS=gpu:1 db:2: every semaphore of the grant as NAME:N, which
+ * cli_sem_split reads back whatever the name (the count is always
+ * there). NULL without memory.
+ */
+static char *
+cli_run_env_sems(const struct cli_run *r)
+{
+	size_t	 size = sizeof("SEMD_SEMS="), off;
+	char	*s;
+	int	 i;
+
+	for (i = 0; i < r->a->nsems; i++)
+		size += strlen(r->a->sems[i].name) + 13;
+	if ((s = malloc(size)) == NULL)
+		return (NULL);
+	off = (size_t)snprintf(s, size, "SEMD_SEMS=");
+	for (i = 0; i < r->a->nsems; i++)
+		off += (size_t)snprintf(s + off, size - off, "%s%s:%u",
+		    i > 0 ? " " : "", r->a->sems[i].name, r->a->sems[i].n);
+	return (s);
+}
+
+#define CLI_RUN_NVARS	4
+
+/*
  * CMD's environment: semd-cli's, with SEMD_SEM, SEMD_TOKEN and SEMD_N
- * set to the permit's (replacing any already there); r->vars holds the
- * new strings. NULL without memory.
+ * set to the permit's (its first semaphore's, when it has several) and
+ * SEMD_SEMS to all of them (replacing any already there); r->vars holds
+ * the new strings. NULL without memory.
  */
 static char **
 cli_run_env(struct cli_run *r)
 {
-	char	**env, **e;
-	size_t	  n = 0, i;
+	static const char	*const names[CLI_RUN_NVARS] = {
+		"SEMD_SEM=", "SEMD_TOKEN=", "SEMD_N=", "SEMD_SEMS="
+	};
+	char			**env, **e;
+	size_t			  n = 0, i;
+	int			  ours;
 
 	if (asprintf(&r->vars[0], "SEMD_SEM=%s", r->sem) == -1)
 		r->vars[0] = NULL;
 	if (asprintf(&r->vars[1], "SEMD_TOKEN=%llu",
 	    (unsigned long long)r->token) == -1)
 		r->vars[1] = NULL;
-	if (asprintf(&r->vars[2], "SEMD_N=%u", r->a->n) == -1)
+	if (asprintf(&r->vars[2], "SEMD_N=%u", r->a->sems[0].n) == -1)
 		r->vars[2] = NULL;
-	if (r->vars[0] == NULL || r->vars[1] == NULL || r->vars[2] == NULL)
-		return (NULL);
+	r->vars[3] = cli_run_env_sems(r);
+	for (i = 0; i < CLI_RUN_NVARS; i++) {
+		if (r->vars[i] == NULL)
+			return (NULL);
+	}
 	for (e = environ; *e != NULL; e++)
 		n++;
-	if ((env = calloc(n + 4, sizeof(*env))) == NULL)
+	if ((env = calloc(n + CLI_RUN_NVARS + 1, sizeof(*env))) == NULL)
 		return (NULL);
 	n = 0;
 	for (e = environ; *e != NULL; e++) {
-		if (strncmp(*e, "SEMD_SEM=", 9) != 0 &&
-		    strncmp(*e, "SEMD_TOKEN=", 11) != 0 &&
-		    strncmp(*e, "SEMD_N=", 7) != 0)
+		for (i = 0, ours = 0; i < CLI_RUN_NVARS; i++)
+			ours |= strncmp(*e, names[i], strlen(names[i])) == 0;
+		if (!ours)
 			env[n++] = *e;
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < CLI_RUN_NVARS; i++)
 		env[n++] = r->vars[i];
 	return (env);
 }
@@ -331,7 +371,7 @@ cli_run_env_free(struct cli_run *r, char **env)
 {
 	size_t	i;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < CLI_RUN_NVARS; i++)
 		free(r->vars[i]);
 	free(env);
 }
@@ -758,8 +798,7 @@ cli_run_take(struct cli_run *r)
 
 	/* A refusal shows below, on ACQUIRE; the label is kept anyway. */
 	(void)semc_name(r->cli->c, r->label);
-	err = semc_acquire(r->cli->c, r->sem, r->a->n, r->a->timeout_ms,
-	    r->a->lease_ms, &r->token);
+	err = cli_acquire_call(r->cli->c, r->a, r->a->timeout_ms, &r->token);
 	if (err == SEMC_TIMEOUT) {
 		cli_fail(r->cli, err);
 		return (r->a->run.conflict_exit);

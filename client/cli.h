@@ -45,6 +45,13 @@ struct cli {
 					   each holding one bound permit */
 };
 
+/* A semaphore and its count, from NAME[:N] (cli-sems.c). */
+struct cli_sem {
+	char		 name[SEMC_NAME_MAX + 1];
+	uint32_t	 n;
+	int		 n_given;	/* ":N" was written */
+};
+
 /* A command's arguments after its name. */
 #define CLI_MAX_POS	3
 struct cli_args {
@@ -61,6 +68,11 @@ struct cli_args {
 	int		 wire;		/* command typed in upper case, as the
 					   protocol spells it: REFRESH's
 					   duration is then its <ms> */
+	struct cli_sem	 sems[SEMC_ACQUIRE_ALL_MAX];	/* NAME[:N] words
+					   (CLI_OPT_SEMS); pos[0] is the
+					   first name */
+	int		 nsems;
+	const char	*id;		/* --id, ID: the request id; NULL */
 };
 
 /* Which options a command takes. */
@@ -72,6 +84,8 @@ struct cli_args {
 					   after SEM, TIMEOUT <ms>, LEASE <ms> */
 #define CLI_OPT_ONE_MORE 0x20		/* one optional positional argument */
 #define CLI_OPT_OWN	0x40		/* its words are its own, in argv */
+#define CLI_OPT_SEMS	0x80		/* SEM is NAME[:N], several allowed */
+#define CLI_OPT_ID	0x100		/* --id ID, and the protocol's ID */
 
 /* cli-args.c */
 int64_t	 cli_now_ms(void);
@@ -87,9 +101,16 @@ int	 cli_parse_args(const char *cmd, int flags, int argc, char **argv,
 void	 cli_usage_error(const char *fmt, ...)
 	    __attribute__((format(printf, 1, 2)));
 
+/* cli-sems.c */
+int	 cli_sem_split(const char *cmd, const char *word, struct cli_sem *out);
+int	 cli_sem_add(const char *cmd, const char *word, struct cli_args *a);
+int	 cli_sems_finish(const char *cmd, struct cli_args *a);
+
 /* cli-cmd.c: run one command line (argv[0] is the command). */
 int	 cli_dispatch(struct cli *cli, int argc, char **argv);
 int	 cli_fail(struct cli *cli, enum semc_err err);
+enum semc_err cli_acquire_call(struct semc *c, const struct cli_args *a,
+	    int64_t timeout_ms, uint64_t *token);
 int	 cli_fail_on(struct cli *cli, struct semc *c, enum semc_err err);
 int	 cli_exit_worse(int a, int b);
 int	 cli_watch_done(struct cli *cli, struct semc *c, enum semc_err err,

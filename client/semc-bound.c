@@ -147,6 +147,25 @@ semc_bound_remove(struct semc *c, const char *sem, uint64_t token)
 	}
 }
 
+/*
+ * Forget the permit of that token, under whichever semaphore it is
+ * remembered: semd released it (a grant of several semaphores is
+ * remembered under its first, and released through any of them). Tokens
+ * are daemon-wide, so the token alone names the grant.
+ */
+void
+semc_bound_remove_token(struct semc *c, uint64_t token)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nbound; i++) {
+		if (c->bound[i].token == token) {
+			semc_bound_drop(c, i);
+			return;
+		}
+	}
+}
+
 void
 semc_bound_clear(struct semc *c)
 {

@@ -165,63 +165,19 @@ semc_delete(struct semc *c, const char *sem)
 	return (semc_call(c, SEMC_REQ_PLAIN, 0, &reply, "DELETE %s", sem));
 }
 
-/* ACQUIRE (timeout_ms >= -1) or TRY (is_try): the shared path. */
-static enum semc_err
-semc_take(struct semc *c, int is_try, const char *sem, uint32_t n,
-    int64_t timeout_ms, int64_t lease_ms, uint64_t *token)
-{
-	struct proto_reply	reply;
-	enum semc_err		err;
-	char			topt[32] = "", lopt[32] = "";
-	uint64_t		t;
-
-	/* 0 is no lease, a bound permit: never one already run out. */
-	if (lease_ms == 0)
-		lease_ms = SEMC_BOUND;
-	if ((err = semc_check_name(c, sem)) != SEMC_OK ||
-	    (err = semc_check_int(c, "n", n, 1)) != SEMC_OK ||
-	    (err = semc_check_int(c, "timeout_ms", timeout_ms, -1)) !=
-	    SEMC_OK ||
-	    (err = semc_check_int(c, "lease_ms", lease_ms, -1)) != SEMC_OK)
-		return (err);
-	if (!is_try && timeout_ms >= 0)
-		snprintf(topt, sizeof(topt), " TIMEOUT %lld",
-		    (long long)timeout_ms);
-	if (lease_ms >= 0)
-		snprintf(lopt, sizeof(lopt), " LEASE %lld",
-		    (long long)lease_ms);
-	c->bound_acquire = lease_ms < 0;	/* ROLE goes with it */
-	err = semc_call(c, SEMC_REQ_ACQUIRE, is_try ? 0 : timeout_ms, &reply,
-	    "%s %s %u%s%s", is_try ? "TRY" : "ACQUIRE", sem, n, topt, lopt);
-	c->bound_acquire = 0;
-	if (err != SEMC_OK)
-		return (err);
-	if ((err = semc_first_u64(c, &reply, UINT64_MAX, &t)) != SEMC_OK) {
-		semc_conn_close(c);	/* a bound permit goes with it */
-		return (err);
-	}
-	if (lease_ms < 0 && semc_bound_add(c, sem, t, n) != SEMC_OK) {
-		semc_conn_close(c);
-		semc_bound_remove(c, sem, t);
-		return (semc_seterr(c, SEMC_ERR_NOMEM, "cannot remember the "
-		    "bound permit: the connection was closed to free it"));
-	}
-	*token = t;
-	return (SEMC_OK);
-}
-
 enum semc_err
 semc_acquire(struct semc *c, const char *sem, uint32_t n, int64_t timeout_ms,
     int64_t lease_ms, uint64_t *token)
 {
-	return (semc_take(c, 0, sem, n, timeout_ms, lease_ms, token));
+	return (semc_acquire_one(c, 0, sem, n, timeout_ms, lease_ms, NULL,
+	    token));
 }
 
 enum semc_err
 semc_try(struct semc *c, const char *sem, uint32_t n, int64_t lease_ms,
     uint64_t *token)
 {
-	return (semc_take(c, 1, sem, n, 0, lease_ms, token));
+	return (semc_acquire_one(c, 1, sem, n, 0, lease_ms, NULL, token));
 }
 
 /* VERB sem token, for the commands that take just those. */
@@ -244,7 +200,9 @@ semc_release(struct semc *c, const char *sem, uint64_t token)
 	enum semc_err		err;
 
 	err = semc_sem_token(c, "RELEASE", sem, token, &reply);
-	if (err == SEMC_OK || err == SEMC_ERR_NOTHELD)
+	if (err == SEMC_OK)
+		semc_bound_remove_token(c, token);
+	else if (err == SEMC_ERR_NOTHELD)
 		semc_bound_remove(c, sem, token);
 	return (err);
 }
@@ -257,7 +215,7 @@ semc_revoke(struct semc *c, const char *sem, uint64_t token)
 
 	err = semc_sem_token(c, "REVOKE", sem, token, &reply);
 	if (err == SEMC_OK)
-		semc_bound_remove(c, sem, token);
+		semc_bound_remove_token(c, token);
 	return (err);
 }
 

@@ -168,7 +168,8 @@ semc_conn_open(struct semc *c)
 
 /*
  * Close the connection. What was learnt on it goes with it: whether it
- * holds the bound permits, whether ROLE was asked, a PING awaited. The
+ * holds the bound permits, whether ROLE was asked, a PING awaited,
+ * whether semd knows request ids. The
  * bound's reference time stays: it still bounds the permits.
  */
 void
@@ -181,6 +182,7 @@ semc_conn_close(struct semc *c)
 	c->holding = 0;
 	c->role_asked = 0;
 	c->ping_ms = -1;
+	c->ids_refused = 0;	/* the next semd may know ID */
 }
 
 /*

@@ -18,7 +18,8 @@
 
 #define SEMC_ERRMSG_MAX		320
 #define SEMC_LINE_MAX		65536	/* longest reply line accepted */
-#define SEMC_REQ_MAX		512	/* our requests: names <= 200 bytes */
+#define SEMC_REQ_MAX		4096	/* our requests: ACQUIREALL of 16
+					   names of 200 bytes fits */
 #define SEMC_HOST_MAX		255	/* bytes in a host name or address */
 #define SEMC_ADDRS_MAX		64	/* addresses in a host list */
 
@@ -74,6 +75,10 @@ struct semc {
 					   holding the bound permits; -1 */
 	int64_t		 ping_ms;	/* a keep-alive PING sent then awaits
 					   its reply; -1: none */
+
+	int		 ids_refused;	/* this connection's semd refused ID
+					   (older than 1.1): drawn ids are
+					   left out (semc-acquire.c) */
 
 	char		 errmsg[SEMC_ERRMSG_MAX];
 };
@@ -164,11 +169,17 @@ void		 semc_failover_standby(struct semc *c,
 /* semc-cmd.c: the reason word of WATCH's "OK <reason>". */
 enum semc_watch_reason semc_watch_reason_of(const struct proto_reply *reply);
 
+/* semc-acquire.c: ACQUIRE (TRY when is_try), with its request id. */
+enum semc_err	 semc_acquire_one(struct semc *c, int is_try, const char *sem,
+		    uint32_t n, int64_t timeout_ms, int64_t lease_ms,
+		    const struct semc_acquire_opts *opts, uint64_t *token);
+
 /* semc-bound.c: the permits bound to the connection. */
 enum semc_err	 semc_bound_add(struct semc *c, const char *sem,
 		    uint64_t token, uint32_t n);
 void		 semc_bound_remove(struct semc *c, const char *sem,
 		    uint64_t token);
+void		 semc_bound_remove_token(struct semc *c, uint64_t token);
 enum semc_err	 semc_bound_reattach(struct semc *c);
 void		 semc_bound_clear(struct semc *c);
 void		 semc_bound_role(struct semc *c, enum semc_err err,

@@ -19,11 +19,14 @@
  * outcome in words, with the server's text for an ERR.
  *
  * Lost replies. A reply that never comes (connection dropped, I/O timeout)
- * after the request was sent is never taken for a refusal: an ACQUIRE or
- * TRY without its reply gives SEMC_ERR_LOST ("a permit may have been
- * granted and lost"), any other request SEMC_ERR_NOREPLY (outcome
- * unknown). The library never re-sends a request whose reply was lost; it
- * re-sends only a request it could not send at all.
+ * after the request was sent is never taken for a refusal: a bound
+ * ACQUIRE or TRY without its reply gives SEMC_ERR_LOST ("a permit may
+ * have been granted and lost"), any other request SEMC_ERR_NOREPLY
+ * (outcome unknown). The library re-sends a request whose reply was lost
+ * only when that is safe: a leased acquire, which carries a request id
+ * (semc_acquire_with()), so that semd answers the repeat with the token
+ * it granted. Any other request it re-sends only when it could not send
+ * it at all.
  *
  * Connections. semc_new() does not connect: the first call does, or
  * semc_connect(). A call that finds its connection closed (semd restarted,
@@ -47,8 +50,9 @@
  * so a holder that waits for its next call to notice the failover should
  * poll semc_fd() and call semc_reconnect(), and keep the bound of its
  * bound permits (semc_bound_keep(), below). The lost-reply rules above
- * hold as ever: a request whose reply was lost is never sent again, only
- * one a standby refused or one that could not be sent. A handle with a
+ * hold as ever: a request whose reply was lost is never sent again
+ * (except a leased acquire, with its request id), only one a standby
+ * refused or one that could not be sent. A handle with a
  * single address searches too once it has met a standby; until then it
  * makes one attempt, as above. A Unix socket is a single address.
  *
@@ -94,7 +98,8 @@ extern "C" {
 	X(ERR_TOOLONG,	"the request line is too long for the server")	\
 	X(ERR_AUTH,	"authentication needed or refused")		\
 	X(ERR_NOSEM,	"no semaphore of that name")			\
-	X(ERR_EXISTS,	"the semaphore exists with another capacity")	\
+	X(ERR_EXISTS,	"the semaphore exists with another capacity, "	\
+			"or the request id is in use with another n")	\
 	X(ERR_RANGE,	"n is larger than the capacity")		\
 	X(ERR_NOTHELD,	"the permit is not held")			\
 	X(ERR_NOTOWNER,	"the permit is bound to another connection")	\
@@ -331,14 +336,82 @@ enum semc_err	 semc_delete(struct semc *c, const char *sem);
  * 0: don't wait). lease_ms > 0 asks for a lease; SEMC_BOUND (or 0: no
  * lease) binds the permit to this handle's connection, which then remembers it for
  * re-attaching. SEMC_OK sets *token; SEMC_TIMEOUT: not granted;
- * SEMC_ERR_LOST: the reply was lost, a permit may be held by nobody you
- * know (a lease runs out by itself; a bound one dies with the connection).
+ * SEMC_ERR_LOST: the reply of a bound acquire was lost, a permit may be
+ * held by nobody you know until the connection closes. A leased acquire
+ * carries a request id and is asked again when its reply is lost (see
+ * semc_acquire_with() below).
  */
 enum semc_err	 semc_acquire(struct semc *c, const char *sem, uint32_t n,
 		    int64_t timeout_ms, int64_t lease_ms, uint64_t *token);
 /* TRY: semc_acquire() with timeout 0, sent as the TRY command. */
 enum semc_err	 semc_try(struct semc *c, const char *sem, uint32_t n,
 		    int64_t lease_ms, uint64_t *token);
+
+/*
+ * Request ids and several semaphores at once (semd 1.1; since
+ * libsemc.so.4.1).
+ *
+ * Every leased acquire carries an ID (PROTOCOL: "Idempotent lease
+ * acquire"): opts->id when given, else 128 random bits in hex drawn for
+ * the call. semd remembers it with the lease, and answers a repeat of the
+ * request with the same id by the lease's token, granting nothing. So a
+ * leased acquire whose reply is lost (the connection closed, semd
+ * restarted, a failover, an I/O timeout) is not SEMC_ERR_LOST: the
+ * library connects again and sends the same request with the same id,
+ * the TIMEOUT cut to what is left of the caller's, and returns the token
+ * semd answers. It keeps trying for failover_timeout_ms after the loss
+ * (100 ms between tries, doubling up to 1 s; once when it is -1); if semd
+ * answers none of them, SEMC_ERR_NOREPLY, and semc_errmsg() names the id:
+ * an acquire with that id learns the token while the lease lasts. A semd
+ * older than 1.1 refuses ID (ERR PROTO): a drawn id is then left out, and
+ * a lost reply is SEMC_ERR_LOST as before. A bound acquire (no lease)
+ * takes no id, and a lost reply stays SEMC_ERR_LOST: the permit dies with
+ * the connection.
+ *
+ * opts may be NULL: every default. Initialise it with
+ * SEMC_ACQUIRE_OPTS_INIT (size set, every other field 0, its default);
+ * the size rules of struct semc_opts apply.
+ */
+#define SEMC_ID_MAX		64	/* bytes in a request id */
+#define SEMC_ACQUIRE_ALL_MAX	16	/* semaphores in one acquire */
+
+struct semc_acquire_opts {
+	size_t		 size;		/* sizeof(struct semc_acquire_opts),
+					   as set by SEMC_ACQUIRE_OPTS_INIT */
+	const char	*id;		/* NULL: drawn for a lease; else 1 to
+					   64 bytes of A-Z a-z 0-9 _ . : / -,
+					   only with a lease */
+	/* New fields go here, at the end, and only here. */
+};
+
+#define SEMC_ACQUIRE_OPTS_INIT	{ .size = sizeof(struct semc_acquire_opts) }
+
+/* One semaphore of semc_acquire_all(), and how many of its permits. */
+struct semc_want {
+	const char	*sem;
+	uint32_t	 n;
+};
+
+/*
+ * semc_acquire() with options: timeout_ms 0 is sent as TRY, any other
+ * as ACQUIRE.
+ */
+enum semc_err	 semc_acquire_with(struct semc *c, const char *sem,
+		    uint32_t n, int64_t timeout_ms, int64_t lease_ms,
+		    const struct semc_acquire_opts *opts, uint64_t *token);
+/*
+ * ACQUIREALL: count (2 to SEMC_ACQUIRE_ALL_MAX) distinct semaphores, n
+ * of each, in one grant, all or nothing: nothing is held while it
+ * waits, and two callers naming the same semaphores in different orders
+ * never deadlock. One token for the grant: RELEASE, REFRESH, CHECK,
+ * WATCH, ATTACH and REVOKE take it with any of its semaphores and act on
+ * the whole grant. A bound grant is remembered (and re-attached) under
+ * want[0].sem. timeout_ms and lease_ms as for semc_acquire().
+ */
+enum semc_err	 semc_acquire_all(struct semc *c,
+		    const struct semc_want *want, size_t count,
+		    int64_t timeout_ms, int64_t lease_ms,
+		    const struct semc_acquire_opts *opts, uint64_t *token);
 /* RELEASE; a bound permit is forgotten on SEMC_OK or SEMC_ERR_NOTHELD. */
 enum semc_err	 semc_release(struct semc *c, const char *sem, uint64_t token);
 /* REFRESH a lease to end lease_ms from now; *left_ms (may be NULL) = reply. */

@@ -1,6 +1,7 @@
 /*
- * cmd-grant.c: commands about permits: ACQUIRE, TRY, RELEASE, REFRESH,
- * ATTACH, CHECK, REVOKE; and the engine observer that answers a blocked
+ * cmd-grant.c: commands about permits: ACQUIRE, TRY, ACQUIREALL, RELEASE,
+ * REFRESH, ATTACH, CHECK, REVOKE (those of a multi-grant act on the whole
+ * grant through any of its semaphores: the engine's rule); and the engine observer that answers a blocked
  * ACQUIRE once the engine grants it or its wait runs out, and the WATCHes
  * of a grant once it ends.
  *
@@ -36,6 +37,7 @@
 static void
 cmd_label_lease(struct conn *c, struct grant *g)
 {
+	g = g->lead;
 	if (g->kind == GRANT_LEASE)
 		engine_grant_set_holder(g, c->name[0] != '\0' ? c->name : NULL,
 		    c->peer);
@@ -60,21 +62,96 @@ cmd_granted(struct conn *c, uint64_t token)
 	return (CMD_DONE);
 }
 
-/* ACQUIRE and TRY (which the parser gave timeout_ms 0). */
+/*
+ * The request's semaphores into parts, in its order: 0, or -1 once the
+ * first unknown name is answered ERR NOSEM (the dispatcher's check, for
+ * each name of an ACQUIREALL).
+ */
+static int
+cmd_acquire_parts(struct cmd_ctx *ctx, struct engine_part *parts)
+{
+	const struct proto_request	*req = ctx->req;
+	uint32_t			 i;
+
+	for (i = 0; i < req->nparts; i++) {
+		parts[i].n = req->parts[i].n;
+		parts[i].sem = i == 0 && ctx->sem != NULL ? ctx->sem :
+		    engine_find(ctx->conn->srv->engine, req->parts[i].sem.p,
+		    req->parts[i].sem.len);
+		if (parts[i].sem == NULL) {
+			conn_reply_err(ctx->conn, PERR_NOSEM, "no semaphore "
+			    "'%.*s'", (int)req->parts[i].sem.len,
+			    req->parts[i].sem.p);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/* ERR RANGE for the first part of r whose n exceeds its capacity. */
+static void
+cmd_reply_range(struct conn *c, const struct engine_request *r)
+{
+	uint32_t	i;
+
+	for (i = 0; i < r->nparts; i++) {
+		if (r->parts[i].n > r->parts[i].sem->capacity)
+			break;
+	}
+	if (i == r->nparts)
+		i = 0;
+	conn_reply_err(c, PERR_RANGE, "n=%u exceeds the capacity %u of '%s'",
+	    r->parts[i].n, r->parts[i].sem->capacity, r->parts[i].sem->name);
+}
+
+/*
+ * A repeat of a request whose lease is held: its token, once the write
+ * of that lease is acknowledged in sync mode (the repeat may come before
+ * the first answer), but never undone if the write fails: the first
+ * request's answer does that.
+ */
+static enum cmd_result
+cmd_repeated(struct conn *c, uint64_t token)
+{
+	if (persist_defers_replies(c->srv->persist)) {
+		persist_await(c->srv->persist, c->id, AWAIT_REPEAT, token, 0);
+		return (CMD_WAIT_STORE);
+	}
+	cmd_reply_granted(c, token);
+	return (CMD_DONE);
+}
+
+/* ACQUIRE, TRY (which the parser gave timeout_ms 0) and ACQUIREALL. */
 enum cmd_result
 cmd_acquire(struct cmd_ctx *ctx)
 {
 	const struct proto_request	*req = ctx->req;
 	struct conn			*c = ctx->conn;
+	struct engine_part		 parts[PROTO_MULTI_MAX];
+	struct engine_request		 r = { .owner = c->owner, .parts = parts,
+					    .nparts = req->nparts,
+					    .timeout_ms = req->timeout_ms,
+					    .lease_ms = req->lease_ms,
+					    .cookie = c };
 	enum acquire_status		 status;
 	struct grant			*g = NULL;
 	enum proto_err			 err;
 
-	err = engine_acquire(c->srv->engine, ctx->sem, c->owner, req->n,
-	    req->timeout_ms, req->lease_ms, c, &status, &g);
+	if (cmd_acquire_parts(ctx, parts) != 0)
+		return (CMD_DONE);
+	if (req->id.len > 0) {
+		r.id = req->id.p;
+		r.id_len = req->id.len;
+	}
+	err = engine_acquire_req(c->srv->engine, &r, &status, &g);
 	if (err == PERR_RANGE) {
-		conn_reply_err(c, err, "n=%u exceeds the capacity %u of '%s'",
-		    req->n, ctx->sem->capacity, ctx->sem->name);
+		cmd_reply_range(c, &r);
+		return (CMD_DONE);
+	}
+	if (err == PERR_EXISTS) {
+		conn_reply_err(c, err, "request id '%.*s' names a lease held, "
+		    "or a request waiting, with other semaphores or another n",
+		    (int)req->id.len, req->id.p);
 		return (CMD_DONE);
 	}
 	if (err == PERR_UNAVAILABLE) {
@@ -82,6 +159,8 @@ cmd_acquire(struct cmd_ctx *ctx)
 		return (CMD_DONE);
 	}
 	switch (status) {
+	case ACQUIRE_REPEATED:
+		return (cmd_repeated(c, g->token));
 	case ACQUIRE_GRANTED:
 		cmd_label_lease(c, g);
 		return (cmd_granted(c, g->token));
@@ -203,6 +282,11 @@ cmd_engine_event(void *ctx, const struct engine_event *ev)
 		conn_reply(c, "TIMEOUT");
 		conn_unblock(c);
 		break;
+	case ENGINE_EV_WAIT_REPLACED:
+		conn_reply_err(c, PERR_EXISTS, "a newer request with this "
+		    "request id took this one's place in the queue");
+		conn_unblock(c);
+		break;
 	case ENGINE_EV_RELEASED:
 		cmd_watch_ended(ctx, ev->grant->token, ev->reason);
 		break;
@@ -224,11 +308,11 @@ cmd_persisted(void *ctx, uint64_t conn_id, enum persist_await_kind kind,
 	if ((c = conn_find(ctx, conn_id)) == NULL)
 		return;
 	if (outcome != PERSIST_OK)
-		conn_reply_err(c, PERR_UNAVAILABLE, kind != AWAIT_GRANT ?
+		conn_reply_err(c, PERR_UNAVAILABLE, kind == AWAIT_REFRESH ?
 		    "redis failed to store the refresh; do not trust the "
 		    "lease beyond its previous end" : outcome == PERSIST_FAILED ?
 		    UNAVAILABLE_TEXT : UNKNOWN_TEXT);
-	else if (kind == AWAIT_GRANT)
+	else if (kind != AWAIT_REFRESH)
 		cmd_reply_granted(c, token);
 	else
 		conn_reply(c, "OK %u", ms);

@@ -98,6 +98,7 @@ static void
 cmd_holder_label(struct server *srv, const struct grant *g, char *buf,
     size_t len)
 {
+	g = g->lead;
 	if (g->owner != NULL)
 		cmd_conn_label(srv, g->owner->id, buf, len);
 	else
@@ -106,13 +107,26 @@ cmd_holder_label(struct server *srv, const struct grant *g, char *buf,
 		    g->holder_addr != NULL ? g->holder_addr : "-");
 }
 
+/*
+ * " multi=<k>" for a grant or waiter of k > 1 semaphores, "" for one of
+ * a single semaphore (which has no multi= key).
+ */
+static void
+cmd_multi_word(uint32_t nparts, char *buf, size_t len)
+{
+	if (nparts > 1)
+		snprintf(buf, len, " multi=%u", nparts);
+	else
+		buf[0] = '\0';
+}
+
 enum cmd_result
 cmd_holders(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
 	struct engine	*e = c->srv->engine;
 	struct grant	*g;
-	char		 owner[24], ttl[24], label[CMD_LABEL_MAX];
+	char		 owner[24], ttl[24], label[CMD_LABEL_MAX], multi[24];
 	int64_t		 ttl_ms;
 
 	conn_reply(c, "OK %u", ctx->sem->nholders);
@@ -127,9 +141,10 @@ cmd_holders(struct cmd_ctx *ctx)
 		else
 			snprintf(ttl, sizeof(ttl), "-");
 		cmd_holder_label(c->srv, g, label, sizeof(label));
-		conn_reply(c, "token=%llu n=%u kind=%s owner=%s ttl_ms=%s %s",
+		cmd_multi_word(g->lead->nparts, multi, sizeof(multi));
+		conn_reply(c, "token=%llu n=%u kind=%s owner=%s ttl_ms=%s %s%s",
 		    (unsigned long long)g->token, g->n,
-		    engine_kind_name(g->kind), owner, ttl, label);
+		    engine_kind_name(g->kind), owner, ttl, label, multi);
 	}
 	return (CMD_DONE);
 }
@@ -139,14 +154,15 @@ cmd_waiters(struct cmd_ctx *ctx)
 {
 	struct conn	*c = ctx->conn;
 	struct waiter	*w;
-	char		 label[CMD_LABEL_MAX];
+	char		 label[CMD_LABEL_MAX], multi[24];
 
 	conn_reply(c, "OK %u", ctx->sem->nwaiters);
 	DL_FOREACH2(ctx->sem->queue, w, q_next) {
 		cmd_conn_label(c->srv, w->owner->id, label, sizeof(label));
-		conn_reply(c, "n=%u waited_ms=%llu owner=%llu %s", w->n,
+		cmd_multi_word(w->lead->nparts, multi, sizeof(multi));
+		conn_reply(c, "n=%u waited_ms=%llu owner=%llu %s%s", w->n,
 		    (unsigned long long)engine_waited_ms(c->srv->engine, w),
-		    (unsigned long long)w->owner->id, label);
+		    (unsigned long long)w->owner->id, label, multi);
 	}
 	return (CMD_DONE);
 }

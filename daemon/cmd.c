@@ -45,6 +45,8 @@ static const struct cmd_entry cmd_table[VERB__COUNT] = {
 	[VERB_CLIENTS] =	{ cmd_clients, 0 },
 	[VERB_KILL] =		{ cmd_kill, 0 },
 	[VERB_WATCH] =		{ cmd_watch, CMD_F_SEM },
+	/* Its names are looked up by cmd_acquire: NOSEM for any of them. */
+	[VERB_ACQUIREALL] =	{ cmd_acquire, 0 },
 };
 
 enum cmd_result

@@ -1,11 +1,15 @@
 /*
  * dirty.c: the sets of changed objects that persistence writes (dirty.h).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dirty.h"
 #include "log.h"
+
+/* The key of a dirty grant: token, sem_len and sem, padding zeroed. */
+#define DIRTY_GRANT_KEYLEN	offsetof(struct dirty_grant, hh)
 
 void
 dirty_clear(struct dirty_sem **sems, struct dirty_grant **grants)
@@ -41,14 +45,16 @@ void
 dirty_grant_add(struct dirty_grant **set, uint64_t token, const char *sem,
     size_t sem_len)
 {
-	struct dirty_grant	*dg;
+	struct dirty_grant	 key, *dg;
 
-	HASH_FIND(hh, *set, &token, sizeof(token), dg);
+	memset(&key, 0, sizeof(key));
+	key.token = token;
+	key.sem_len = sem_len;
+	memcpy(key.sem, sem, sem_len);
+	HASH_FIND(hh, *set, &key.token, DIRTY_GRANT_KEYLEN, dg);
 	if (dg != NULL)
 		return;
 	dg = xcalloc(1, sizeof(*dg));
-	dg->token = token;
-	memcpy(dg->sem, sem, sem_len);
-	dg->sem_len = sem_len;
-	HASH_ADD(hh, *set, token, sizeof(dg->token), dg);
+	memcpy(dg, &key, DIRTY_GRANT_KEYLEN);
+	HASH_ADD(hh, *set, token, DIRTY_GRANT_KEYLEN, dg);
 }

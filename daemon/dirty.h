@@ -20,14 +20,19 @@ struct dirty_sem {
 	UT_hash_handle	 hh;
 };
 
+/*
+ * A grant's part on one semaphore: (token, sem) is the key, all the
+ * bytes before hh (zero-padded), since a grant of ACQUIREALL has a part,
+ * and a field in the grants key, on each of its semaphores.
+ */
 struct dirty_grant {
 	uint64_t	 token;
-	char		 sem[PROTO_NAME_MAX + 1];	/* for its removal */
 	size_t		 sem_len;
+	char		 sem[PROTO_NAME_MAX + 1];	/* for its removal */
 	UT_hash_handle	 hh;
 };
 
-/* Add a name, or a token (of sem), unless the set has it already. */
+/* Add a name, or a token's part on sem, unless the set has it already. */
 void	dirty_sem_add(struct dirty_sem **set, const char *name, size_t len);
 void	dirty_grant_add(struct dirty_grant **set, uint64_t token,
 	    const char *sem, size_t sem_len);

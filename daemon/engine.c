@@ -14,12 +14,30 @@
  *   answers TIMEOUT; anything else joins the tail of the queue.
  * - n > capacity is refused (RANGE) rather than queued for ever.
  * - Whenever units come back or a waiter leaves (release, revoke, lease
- *   expiry, resize, waiter timeout, owner closed), sem_wake() grants the
+ *   expiry, resize, waiter timeout, owner closed), engine_sem_wake() grants the
  *   head of the queue while used + head->n <= capacity, and stops at the
  *   first head that does not fit. That head blocks smaller waiters behind
  *   it even when they would fit: a big request is never starved. So a wake
  *   that grants k waiters costs O(k), and one that grants none O(1).
  * - Shrinking below used revokes nothing; waiters wait for used to fall.
+ *
+ * - Shrinking below used revokes nothing; waiters wait for used to fall.
+ *
+ * Several semaphores at once (ACQUIREALL): a request of k semaphores is
+ * one waiter of k parts, one on each queue, joined at the tail of all of
+ * them at once. It is granted when it is at the head of every one of its
+ * queues and each has room; at the head of a queue it blocks those behind
+ * it, as a big single request does. Every request joins every tail at its
+ * arrival, so the queues agree on the order of any two requests: the
+ * oldest waiter is at the head of all its queues, and waits only for
+ * units, never for another waiter (no deadlock, no starvation). Whenever
+ * the head of a queue changes or room appears, that queue is served; a
+ * multi-waiter at its head checks its other queues (O(k)); a multi-grant
+ * made or released serves each of its k queues in turn. A worklist of
+ * queues to serve (engine->wake) keeps this iterative.
+ *
+ * Request IDs (leases only) are engine-id.c's; putting grants back after
+ * a restart is engine-restore.c's. engine-int.h has what they share.
  *
  * Events are emitted once the state is consistent again: a grant is fully
  * linked before GRANTED, and a released grant is unlinked and its units
@@ -29,40 +47,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* uthash must abort on ENOMEM, as every other allocation here does. */
-#define uthash_fatal(msg)	abort()
+#include "engine-int.h"
 
 #include <utlist.h>
 
-#include "engine.h"
-
-struct engine {
-	struct clock	 clock;
-	engine_event_fn		 on_event;
-	void			*ctx;
-	uint32_t		 max_sems;
-
-	struct sem		*sems;		/* by name, creation order */
-	struct grant		*grants;	/* by token */
-	uint64_t		 last_token;
-	uint64_t		 nwaiters;
-	uint64_t		 nowners;
-	int			 held;		/* engine_hold_grants() */
-	struct engine_stats	 stats;		/* the *_total counters */
-};
-
-/*
- * A semaphore as allocated here. Timer callbacks get one argument (the
- * grant or the waiter) and find their engine through its semaphore.
- */
-struct engine_sem {
-	struct sem	 s;	/* first: a struct sem * is a struct engine_sem * */
-	struct engine	*e;
-};
-
 static void	grant_release(struct engine *, struct grant *,
 		    enum engine_release_reason);
-static void	sem_wake(struct engine *, struct sem *, int);
 
 /* calloc that aborts on failure. */
 static void *
@@ -88,12 +78,19 @@ xstrdup_or_null(const char *s)
 	return (p);
 }
 
-/* Free an unlinked grant and what it owns. */
+/* Free an unlinked grant, all its parts and what they own. */
 static void
 grant_free(struct grant *g)
 {
+	struct grant	*part, *next;
+
 	free(g->holder_name);
 	free(g->holder_addr);
+	free(g->id);
+	for (part = g->part_next; part != NULL; part = next) {
+		next = part->part_next;
+		free(part);
+	}
 	free(g);
 }
 
@@ -103,13 +100,13 @@ sem_engine(struct sem *s)
 	return (((struct engine_sem *)s)->e);
 }
 
-static uint64_t
+uint64_t
 engine_now(struct engine *e)
 {
 	return (e->clock.now_ms(e->clock.ctx));
 }
 
-static void *
+void *
 engine_timer_add(struct engine *e, uint64_t delay_ms, void (*fire)(void *),
     void *arg)
 {
@@ -117,7 +114,7 @@ engine_timer_add(struct engine *e, uint64_t delay_ms, void (*fire)(void *),
 }
 
 /* Cancel *timer if it is armed and forget it. */
-static void
+void
 engine_timer_cancel(struct engine *e, void **timer)
 {
 	if (*timer != NULL) {
@@ -134,7 +131,7 @@ engine_emit_event(struct engine *e, const struct engine_event *ev)
 		e->on_event(e->ctx, ev);
 }
 
-static void
+void
 engine_emit(struct engine *e, enum engine_event_type type, struct sem *s,
     struct grant *g, void *cookie)
 {
@@ -175,96 +172,175 @@ grant_timer_fired(void *arg)
 		grant_release(e, g, RELEASE_UNCLAIMED);
 }
 
-/* (Re)arm g's deadline ms from now. */
+/* (Re)arm the deadline of lead g, and of its parts, ms from now. */
 static void
 grant_arm(struct engine *e, struct grant *g, uint64_t ms)
 {
+	struct grant	*part;
+
 	engine_timer_cancel(e, &g->timer);
-	g->deadline_ms = engine_now(e) + ms;
+	for (part = g; part != NULL; part = part->part_next)
+		part->deadline_ms = engine_now(e) + ms;
 	g->timer = engine_timer_add(e, ms, grant_timer_fired, g);
 }
 
 /*
- * Make and link a grant of n units of s under token; bound to o when kind
- * is GRANT_CONN, else ending ttl_ms from now. Emits nothing.
+ * Link a new part of n units of s to the grant of lead (NULL: s is the
+ * lead's own semaphore and the part is the lead), with the lead's token,
+ * kind, owner and deadline. Emits nothing.
  */
-static struct grant *
-grant_new(struct engine *e, struct sem *s, uint64_t token, uint32_t n,
-    enum grant_kind kind, struct owner *o, uint64_t ttl_ms)
+struct grant *
+engine_grant_part_new(struct engine *e, struct grant *lead, struct sem *s,
+    uint32_t n)
 {
-	struct grant	*g = xcalloc(1, sizeof(*g));
+	struct grant	*g = xcalloc(1, sizeof(*g)), **tail;
 
-	g->token = token;
 	g->n = n;
-	g->kind = kind;
 	g->sem = s;
 	g->granted_ms = engine_now(e);
-	HASH_ADD(hh, e->grants, token, sizeof(g->token), g);
+	if (lead == NULL) {
+		g->lead = g;
+		g->nparts = 1;
+	} else {
+		g->lead = lead;
+		g->token = lead->token;
+		g->kind = lead->kind;
+		g->owner = lead->owner;
+		g->deadline_ms = lead->deadline_ms;
+		g->id = lead->id;
+		g->id_len = lead->id_len;
+		for (tail = &lead->part_next; *tail != NULL;
+		    tail = &(*tail)->part_next)
+			;
+		*tail = g;
+		lead->nparts++;
+		if (g->id != NULL)
+			HASH_ADD_KEYPTR(idh, s->grant_ids, g->id, g->id_len,
+			    g);
+	}
 	DL_APPEND2(s->grants, g, sem_prev, sem_next);
-	if (kind == GRANT_CONN) {
-		g->owner = o;
-		DL_APPEND2(o->grants, g, own_prev, own_next);
-	} else
-		grant_arm(e, g, ttl_ms);
 	s->used += n;
 	s->nholders++;
 	return (g);
 }
 
 /*
- * Grant n units of s to o: bound when lease_ms is -1, else a lease from
- * now. asked_ms is when it was asked for (the wait histogram). Emits
- * GRANTED with cookie; returns the grant.
+ * Make and link a grant of n units of s under token, its lead part;
+ * bound to o when kind is GRANT_CONN, else ending ttl_ms from now. Emits
+ * nothing.
  */
-static struct grant *
-grant_make(struct engine *e, struct sem *s, struct owner *o, uint32_t n,
-    int64_t lease_ms, void *cookie, uint64_t asked_ms)
+struct grant *
+engine_grant_new(struct engine *e, struct sem *s, uint64_t token, uint32_t n,
+    enum grant_kind kind, struct owner *o, uint64_t ttl_ms)
 {
-	struct grant	*g;
-	uint64_t	 now = engine_now(e);
+	struct grant	*g = engine_grant_part_new(e, NULL, s, n);
 
-	if (lease_ms < 0)
-		g = grant_new(e, s, ++e->last_token, n, GRANT_CONN, o, 0);
-	else {
-		g = grant_new(e, s, ++e->last_token, n, GRANT_LEASE, NULL,
-		    (uint64_t)lease_ms);
-	}
-	e->stats.grants_total++;
-	s->stats.grants_total++;
-	histo_observe(&s->stats.wait, now > asked_ms ? now - asked_ms : 0);
-	engine_emit(e, ENGINE_EV_GRANTED, s, g, cookie);
+	g->token = token;
+	g->kind = kind;
+	HASH_ADD(hh, e->grants, token, sizeof(g->token), g);
+	if (kind == GRANT_CONN) {
+		g->owner = o;
+		DL_APPEND2(o->grants, g, own_prev, own_next);
+	} else
+		grant_arm(e, g, ttl_ms);
 	return (g);
 }
 
-/* Unlink g from everything and give its units back; g is not freed. */
+/*
+ * Grant the parts of a request to o: bound when lease_ms is -1, else a
+ * lease from now, under ID id (NULL: none). asked_ms is when it was asked
+ * for (the wait histograms). Emits GRANTED with cookie; returns the lead.
+ */
+static struct grant *
+grant_make(struct engine *e, const struct engine_part *parts,
+    uint32_t nparts, struct owner *o, int64_t lease_ms, const char *id,
+    size_t id_len, void *cookie, uint64_t asked_ms)
+{
+	struct grant	*g;
+	uint64_t	 now = engine_now(e);
+	uint32_t	 i;
+
+	if (lease_ms < 0)
+		g = engine_grant_new(e, parts[0].sem, ++e->last_token, parts[0].n,
+		    GRANT_CONN, o, 0);
+	else {
+		g = engine_grant_new(e, parts[0].sem, ++e->last_token, parts[0].n,
+		    GRANT_LEASE, NULL, (uint64_t)lease_ms);
+		if (id != NULL)
+			engine_id_take(g, id, id_len);
+	}
+	for (i = 1; i < nparts; i++)
+		engine_grant_part_new(e, g, parts[i].sem, parts[i].n);
+	e->stats.grants_total++;
+	for (i = 0; i < nparts; i++) {
+		parts[i].sem->stats.grants_total++;
+		histo_observe(&parts[i].sem->stats.wait,
+		    now > asked_ms ? now - asked_ms : 0);
+	}
+	engine_emit(e, ENGINE_EV_GRANTED, g->sem, g, cookie);
+	return (g);
+}
+
+/* Unlink lead g and its parts from everything and give their units back. */
 static void
 grant_unlink(struct engine *e, struct grant *g)
 {
-	struct sem	*s = g->sem;
+	struct grant	*part;
+	struct sem	*s;
 
 	engine_timer_cancel(e, &g->timer);
 	HASH_DEL(e->grants, g);
-	DL_DELETE2(s->grants, g, sem_prev, sem_next);
 	if (g->owner != NULL)
 		DL_DELETE2(g->owner->grants, g, own_prev, own_next);
-	s->used -= g->n;
-	s->nholders--;
+	for (part = g; part != NULL; part = part->part_next) {
+		s = part->sem;
+		DL_DELETE2(s->grants, part, sem_prev, sem_next);
+		if (part->id != NULL)
+			HASH_DELETE(idh, s->grant_ids, part);
+		s->used -= part->n;
+		s->nholders--;
+	}
 }
 
-/* End g for reason: emit RELEASED, free g, then serve the queue. */
+/* Serve s's queue now, or once the wake under way is done. */
+static void	sem_wake_drain(struct engine *);
+
+void
+engine_sem_wake(struct engine *e, struct sem *s, int released)
+{
+	struct engine_sem	*es = (struct engine_sem *)s;
+
+	if (e->held)
+		return;
+	es->wake_released |= released;
+	if (!es->wake_queued) {
+		es->wake_queued = 1;
+		es->wake_next = e->wake;
+		e->wake = es;
+	}
+	if (!e->waking)
+		sem_wake_drain(e);
+}
+
+/* End lead g for reason: emit RELEASED, free g, then serve its queues. */
 static void
 grant_release(struct engine *e, struct grant *g,
     enum engine_release_reason reason)
 {
-	struct sem	*s = g->sem;
+	struct sem	*sems[ENGINE_PARTS_MAX];
+	struct grant	*part;
 	uint64_t	 now = engine_now(e);
+	uint32_t	 i, k = 0;
 
 	grant_unlink(e, g);
-	s->stats.releases_total[reason]++;
-	s->stats.last_release_ms = now;
-	if (reason != RELEASE_UNDONE)
-		histo_observe(&s->stats.hold, now > g->granted_ms ?
-		    now - g->granted_ms : 0);
+	for (part = g; part != NULL; part = part->part_next) {
+		sems[k++] = part->sem;
+		part->sem->stats.releases_total[reason]++;
+		part->sem->stats.last_release_ms = now;
+		if (reason != RELEASE_UNDONE)
+			histo_observe(&part->sem->stats.hold,
+			    now > g->granted_ms ? now - g->granted_ms : 0);
+	}
 	if (reason == RELEASE_UNDONE)
 		e->stats.grants_total--;
 	else
@@ -273,80 +349,163 @@ grant_release(struct engine *e, struct grant *g,
 		e->stats.expired_total++;
 	else if (reason == RELEASE_REVOKED)
 		e->stats.revoked_total++;
-	engine_emit_released(e, s, g, reason);
+	engine_emit_released(e, g->sem, g, reason);
 	grant_free(g);
-	sem_wake(e, s, 1);
-}
-
-/* Take w off its queue and cancel its timer; it stays on its owner's. */
-static void
-waiter_dequeue(struct engine *e, struct waiter *w)
-{
-	engine_timer_cancel(e, &w->timer);
-	DL_DELETE2(w->sem->queue, w, q_prev, q_next);
-	w->sem->nwaiters--;
-	e->nwaiters--;
-}
-
-/* Free a dequeued waiter. */
-static void
-waiter_free(struct waiter *w)
-{
-	DL_DELETE2(w->owner->waiters, w, own_prev, own_next);
-	free(w);
-}
-
-/* A waiter's timeout ran out: answer it, then serve the ones behind it. */
-static void
-waiter_timer_fired(void *arg)
-{
-	struct waiter	*w = arg;
-	struct sem	*s = w->sem;
-	struct engine	*e = sem_engine(s);
-	void		*cookie = w->cookie;
-
-	w->timer = NULL;	/* a fired handle is dead */
-	waiter_dequeue(e, w);
-	waiter_free(w);
-	e->stats.timeouts_total++;
-	s->stats.timeouts_total++;
-	engine_emit(e, ENGINE_EV_WAIT_TIMEOUT, s, NULL, cookie);
-	sem_wake(e, s, 0);
+	for (i = 0; i < k; i++)
+		engine_sem_wake(e, sems[i], 1);
 }
 
 /*
- * Grant the head of s's queue while it fits (the FIFO rules above). With
- * released set, units came back by a release: a waiter granted now and
- * queued before that release was handed them (the hand-off histogram).
+ * Take lead w's parts off their queues and cancel its timer; it stays on
+ * its owner's list. The semaphores it left go into sems (if not NULL).
+ */
+uint32_t
+engine_waiter_dequeue(struct engine *e, struct waiter *w, struct sem **sems)
+{
+	struct waiter	*part;
+	uint32_t	 k = 0;
+
+	engine_timer_cancel(e, &w->timer);
+	for (part = w; part != NULL; part = part->part_next) {
+		DL_DELETE2(part->sem->queue, part, q_prev, q_next);
+		if (part->id != NULL)
+			HASH_DELETE(idh, part->sem->waiter_ids, part);
+		part->sem->nwaiters--;
+		if (sems != NULL)
+			sems[k] = part->sem;
+		k++;
+	}
+	e->nwaiters--;
+	return (k);
+}
+
+/* Free a dequeued waiter (a lead) and its parts. */
+void
+engine_waiter_free(struct waiter *w)
+{
+	struct waiter	*part, *next;
+
+	DL_DELETE2(w->owner->waiters, w, own_prev, own_next);
+	free(w->id);
+	for (part = w->part_next; part != NULL; part = next) {
+		next = part->part_next;
+		free(part);
+	}
+	free(w);
+}
+
+/* Count a TIMEOUT answered to the request w (a lead). */
+void
+engine_waiter_count_timeout(struct engine *e, struct waiter *w)
+{
+	struct waiter	*part;
+
+	e->stats.timeouts_total++;
+	for (part = w; part != NULL; part = part->part_next)
+		part->sem->stats.timeouts_total++;
+}
+
+/* A waiter's timeout ran out: answer it, then serve the ones behind it. */
+void
+engine_waiter_timer_fired(void *arg)
+{
+	struct waiter	*w = arg;
+	struct sem	*s = w->sem, *sems[ENGINE_PARTS_MAX];
+	struct engine	*e = sem_engine(s);
+	void		*cookie = w->cookie;
+	uint32_t	 i, k;
+
+	w->timer = NULL;	/* a fired handle is dead */
+	engine_waiter_count_timeout(e, w);
+	k = engine_waiter_dequeue(e, w, sems);
+	engine_waiter_free(w);
+	engine_emit(e, ENGINE_EV_WAIT_TIMEOUT, s, NULL, cookie);
+	for (i = 0; i < k; i++)
+		engine_sem_wake(e, sems[i], 0);
+}
+
+/* 1 when lead w is at the head of each of its queues, and each has room. */
+static int
+waiter_ready(const struct waiter *w)
+{
+	const struct waiter	*part;
+
+	for (part = w; part != NULL; part = part->part_next) {
+		if (part->sem->queue != part ||
+		    part->sem->used + part->n > part->sem->capacity)
+			return (0);
+	}
+	return (1);
+}
+
+/*
+ * Grant the head of s's queue while it is ready (the FIFO rules above).
+ * With released set, units came back by a release: a waiter granted now
+ * and queued before that release was handed them (the hand-off
+ * histogram). A multi-waiter granted leaves other queues with a new head:
+ * they are served next.
  */
 static void
-sem_wake(struct engine *e, struct sem *s, int released)
+sem_serve(struct engine *e, struct sem *s, int released)
 {
-	struct waiter	*w;
-	void		*cookie;
-	struct owner	*o;
-	uint32_t	 n;
-	int64_t		 lease_ms;
-	uint64_t	 asked_ms, now;
+	struct engine_part	 parts[ENGINE_PARTS_MAX];
+	struct waiter		*w, *part;
+	void			*cookie;
+	struct owner		*o;
+	int64_t			 lease_ms;
+	uint64_t		 asked_ms, now;
+	uint32_t		 i, k;
+	char			*id;
+	size_t			 id_len;
 
-	if (e->held)
-		return;
-	while ((w = s->queue) != NULL && s->used + w->n <= s->capacity) {
+	while ((w = s->queue) != NULL && !e->held && waiter_ready(w->lead)) {
+		w = w->lead;
 		cookie = w->cookie;
 		o = w->owner;
-		n = w->n;
 		lease_ms = w->lease_ms;
 		asked_ms = w->enqueued_ms;
+		for (k = 0, part = w; part != NULL; part = part->part_next) {
+			parts[k].sem = part->sem;
+			parts[k++].n = part->n;
+		}
 		if (released && s->stats.last_release_ms >= asked_ms) {
 			now = engine_now(e);
 			histo_observe(&s->stats.handoff,
 			    now > s->stats.last_release_ms ?
 			    now - s->stats.last_release_ms : 0);
 		}
-		waiter_dequeue(e, w);
-		waiter_free(w);
-		grant_make(e, s, o, n, lease_ms, cookie, asked_ms);
+		engine_waiter_dequeue(e, w, NULL);
+		/* The ID passes to the grant (it was unhashed above). */
+		id = w->id;
+		id_len = w->id_len;
+		w->id = NULL;
+		engine_waiter_free(w);
+		grant_make(e, parts, k, o, lease_ms, id, id_len, cookie,
+		    asked_ms);
+		free(id);
+		for (i = 0; i < k; i++) {
+			if (parts[i].sem != s)
+				engine_sem_wake(e, parts[i].sem, 0);
+		}
 	}
+}
+
+/* Serve every queue on the worklist, and those their grants touch. */
+static void
+sem_wake_drain(struct engine *e)
+{
+	struct engine_sem	*es;
+	int			 released;
+
+	e->waking = 1;
+	while ((es = e->wake) != NULL) {
+		e->wake = es->wake_next;
+		es->wake_queued = 0;
+		released = es->wake_released;
+		es->wake_released = 0;
+		sem_serve(e, &es->s, released);
+	}
+	e->waking = 0;
 }
 
 struct engine *
@@ -379,15 +538,16 @@ void
 engine_clear(struct engine *e)
 {
 	struct sem	*s, *stmp;
-	struct grant	*g, *gtmp;
+	struct grant	*g;
 
 	/* Waiters and bound grants went with their owners. */
 	assert(e->nowners == 0 && e->nwaiters == 0);
+	/* By token: a grant's parts are on several semaphores. */
+	while ((g = e->grants) != NULL) {
+		grant_unlink(e, g);
+		grant_free(g);
+	}
 	HASH_ITER(hh, e->sems, s, stmp) {
-		DL_FOREACH_SAFE2(s->grants, g, gtmp, sem_next) {
-			grant_unlink(e, g);
-			grant_free(g);
-		}
 		HASH_DEL(e->sems, s);
 		free(s);
 	}
@@ -438,7 +598,7 @@ engine_resize(struct engine *e, struct sem *s, uint32_t capacity)
 {
 	s->capacity = capacity;
 	engine_emit(e, ENGINE_EV_SEM_RESIZED, s, NULL, NULL);
-	sem_wake(e, s, 0);
+	engine_sem_wake(e, s, 0);
 }
 
 enum proto_err
@@ -477,23 +637,123 @@ engine_owner_new(struct engine *e, uint64_t id)
 void
 engine_owner_free(struct engine *e, struct owner *o)
 {
-	struct waiter	*w, *wtmp;
+	struct waiter	*w, *part;
+	struct sem	*sems[ENGINE_PARTS_MAX];
+	uint32_t	 i, k;
 
 	/*
 	 * Take o's waiters off their queues first, so that the wakes below
 	 * can never grant o (about to be freed) anything.
 	 */
 	DL_FOREACH2(o->waiters, w, own_next)
-		waiter_dequeue(e, w);
+		engine_waiter_dequeue(e, w, NULL);
 	while (o->grants != NULL)
 		grant_release(e, o->grants, RELEASE_CLOSED);
 	/* Serve the queues the waiters left, as after a timeout. */
-	DL_FOREACH_SAFE2(o->waiters, w, wtmp, own_next) {
-		sem_wake(e, w->sem, 0);
-		waiter_free(w);
+	while ((w = o->waiters) != NULL) {
+		for (k = 0, part = w; part != NULL; part = part->part_next)
+			sems[k++] = part->sem;
+		engine_waiter_free(w);
+		for (i = 0; i < k; i++)
+			engine_sem_wake(e, sems[i], 0);
 	}
 	e->nowners--;
 	free(o);
+}
+
+/* Queue r at the tail of each of its queues (status QUEUED). */
+static void
+engine_enqueue(struct engine *e, const struct engine_request *r)
+{
+	struct waiter	*w = NULL, *part, **tail = NULL;
+	uint32_t	 i;
+
+	for (i = 0; i < r->nparts; i++) {
+		part = xcalloc(1, sizeof(*part));
+		part->n = r->parts[i].n;
+		part->sem = r->parts[i].sem;
+		part->owner = r->owner;
+		part->enqueued_ms = engine_now(e);
+		part->lease_ms = r->lease_ms;
+		if (w == NULL) {
+			w = part;
+			w->lead = w;
+			w->cookie = r->cookie;
+			if (r->id != NULL) {
+				if ((w->id = malloc(r->id_len + 1)) == NULL)
+					abort();
+				memcpy(w->id, r->id, r->id_len);
+				w->id[r->id_len] = '\0';
+				w->id_len = r->id_len;
+			}
+		} else {
+			part->lead = w;
+			part->id = w->id;
+			part->id_len = w->id_len;
+			*tail = part;
+		}
+		tail = &part->part_next;
+		w->nparts = i + 1;
+		DL_APPEND2(part->sem->queue, part, q_prev, q_next);
+		if (part->id != NULL)
+			HASH_ADD_KEYPTR(idh, part->sem->waiter_ids, part->id,
+			    part->id_len, part);
+		part->sem->nwaiters++;
+	}
+	DL_APPEND2(r->owner->waiters, w, own_prev, own_next);
+	e->nwaiters++;
+	if (r->timeout_ms > 0) {
+		w->timer = engine_timer_add(e, (uint64_t)r->timeout_ms,
+		    engine_waiter_timer_fired, w);
+	}
+}
+
+enum proto_err
+engine_acquire_req(struct engine *e, const struct engine_request *r,
+    enum acquire_status *status, struct grant **grant)
+{
+	enum proto_err	err;
+	uint32_t	i;
+	int		now = 1;
+
+	assert(r->owner != NULL && r->timeout_ms >= -1 && r->lease_ms >= -1);
+	assert(r->nparts >= 1 && r->nparts <= ENGINE_PARTS_MAX);
+	assert(r->id == NULL || r->lease_ms >= 0);
+	*grant = NULL;
+	for (i = 0; i < r->nparts; i++) {
+		if (r->parts[i].n > r->parts[i].sem->capacity)
+			return (PERR_RANGE);
+	}
+	if (e->held)
+		return (PERR_UNAVAILABLE);
+	if (r->id != NULL) {
+		*status = ACQUIRE_GRANTED;
+		if ((err = engine_id_rules(e, r, status, grant)) !=
+		    PERR_NONE || *status != ACQUIRE_GRANTED)
+			return (err);
+	}
+	for (i = 0; i < r->nparts && now; i++) {
+		if (r->parts[i].sem->queue != NULL ||
+		    r->parts[i].sem->used + r->parts[i].n >
+		    r->parts[i].sem->capacity)
+			now = 0;
+	}
+	if (now) {
+		*grant = grant_make(e, r->parts, r->nparts, r->owner,
+		    r->lease_ms, r->id, r->id_len, NULL, engine_now(e));
+		*status = ACQUIRE_GRANTED;
+		return (PERR_NONE);
+	}
+	if (r->timeout_ms == 0) {
+		e->stats.timeouts_total++;
+		for (i = 0; i < r->nparts; i++)
+			r->parts[i].sem->stats.timeouts_total++;
+		*status = ACQUIRE_TIMEOUT;
+		return (PERR_NONE);
+	}
+	engine_enqueue(e, r);
+	*status = ACQUIRE_QUEUED;
+	return (PERR_NONE);
 }
 
 enum proto_err
@@ -501,44 +761,12 @@ engine_acquire(struct engine *e, struct sem *s, struct owner *o, uint32_t n,
     int64_t timeout_ms, int64_t lease_ms, void *cookie,
     enum acquire_status *status, struct grant **grant)
 {
-	struct waiter	*w;
+	struct engine_part	part = { s, n };
+	struct engine_request	r = { .owner = o, .parts = &part, .nparts = 1,
+				    .timeout_ms = timeout_ms,
+				    .lease_ms = lease_ms, .cookie = cookie };
 
-	assert(o != NULL && timeout_ms >= -1 && lease_ms >= -1);
-	*grant = NULL;
-	if (n > s->capacity)
-		return (PERR_RANGE);
-	if (e->held)
-		return (PERR_UNAVAILABLE);
-	if (s->queue == NULL && s->used + n <= s->capacity) {
-		*grant = grant_make(e, s, o, n, lease_ms, NULL,
-		    engine_now(e));
-		*status = ACQUIRE_GRANTED;
-		return (PERR_NONE);
-	}
-	if (timeout_ms == 0) {
-		e->stats.timeouts_total++;
-		s->stats.timeouts_total++;
-		*status = ACQUIRE_TIMEOUT;
-		return (PERR_NONE);
-	}
-
-	w = xcalloc(1, sizeof(*w));
-	w->n = n;
-	w->lease_ms = lease_ms;
-	w->enqueued_ms = engine_now(e);
-	w->sem = s;
-	w->owner = o;
-	w->cookie = cookie;
-	DL_APPEND2(s->queue, w, q_prev, q_next);
-	DL_APPEND2(o->waiters, w, own_prev, own_next);
-	s->nwaiters++;
-	e->nwaiters++;
-	if (timeout_ms > 0) {
-		w->timer = engine_timer_add(e, (uint64_t)timeout_ms,
-		    waiter_timer_fired, w);
-	}
-	*status = ACQUIRE_QUEUED;
-	return (PERR_NONE);
+	return (engine_acquire_req(e, &r, status, grant));
 }
 
 struct grant *
@@ -547,9 +775,11 @@ engine_find_grant(struct engine *e, struct sem *s, uint64_t token)
 	struct grant	*g;
 
 	HASH_FIND(hh, e->grants, &token, sizeof(token), g);
-	if (g == NULL || g->sem != s)
-		return (NULL);
-	return (g);
+	for (; g != NULL; g = g->part_next) {
+		if (g->sem == s)
+			return (g);
+	}
+	return (NULL);
 }
 
 enum proto_err
@@ -562,7 +792,7 @@ engine_release(struct engine *e, struct sem *s, uint64_t token,
 		return (PERR_NOTHELD);
 	if (g->kind == GRANT_CONN && g->owner != o)
 		return (PERR_NOTOWNER);
-	grant_release(e, g, RELEASE_BY_HOLDER);
+	grant_release(e, g->lead, RELEASE_BY_HOLDER);
 	return (PERR_NONE);
 }
 
@@ -575,8 +805,9 @@ engine_refresh(struct engine *e, struct sem *s, uint64_t token, uint32_t ms)
 		return (PERR_NOTHELD);
 	if (g->kind != GRANT_LEASE)
 		return (PERR_NOTLEASE);
+	g = g->lead;
 	grant_arm(e, g, ms);
-	engine_emit(e, ENGINE_EV_REFRESHED, s, g, NULL);
+	engine_emit(e, ENGINE_EV_REFRESHED, g->sem, g, NULL);
 	return (PERR_NONE);
 }
 
@@ -584,7 +815,7 @@ enum proto_err
 engine_attach(struct engine *e, struct sem *s, uint64_t token,
     struct owner *o)
 {
-	struct grant	*g;
+	struct grant	*g, *part;
 
 	if ((g = engine_find_grant(e, s, token)) == NULL)
 		return (PERR_NOTHELD);
@@ -597,12 +828,15 @@ engine_attach(struct engine *e, struct sem *s, uint64_t token,
 	case GRANT_UNOWNED:
 		break;
 	}
+	g = g->lead;
 	engine_timer_cancel(e, &g->timer);
-	g->kind = GRANT_CONN;
-	g->deadline_ms = 0;
-	g->owner = o;
+	for (part = g; part != NULL; part = part->part_next) {
+		part->kind = GRANT_CONN;
+		part->deadline_ms = 0;
+		part->owner = o;
+	}
 	DL_APPEND2(o->grants, g, own_prev, own_next);
-	engine_emit(e, ENGINE_EV_ATTACHED, s, g, NULL);
+	engine_emit(e, ENGINE_EV_ATTACHED, g->sem, g, NULL);
 	return (PERR_NONE);
 }
 
@@ -613,7 +847,7 @@ engine_revoke(struct engine *e, struct sem *s, uint64_t token)
 
 	if ((g = engine_find_grant(e, s, token)) == NULL)
 		return (PERR_NOTHELD);
-	grant_release(e, g, RELEASE_REVOKED);
+	grant_release(e, g->lead, RELEASE_REVOKED);
 	return (PERR_NONE);
 }
 
@@ -629,7 +863,7 @@ engine_grant_by_token(struct engine *e, uint64_t token)
 void
 engine_undo_grant(struct engine *e, struct grant *g)
 {
-	grant_release(e, g, RELEASE_UNDONE);
+	grant_release(e, g->lead, RELEASE_UNDONE);
 }
 
 void
@@ -642,23 +876,7 @@ engine_hold_grants(struct engine *e, int hold)
 		return;
 	/* A queue may have been held back with room to spare: serve it. */
 	HASH_ITER(hh, e->sems, s, tmp)
-		sem_wake(e, s, 1);
-}
-
-struct grant *
-engine_restore_grant(struct engine *e, struct sem *s, uint64_t token,
-    uint32_t n, enum grant_kind kind, uint64_t ttl_ms)
-{
-	struct grant	*g;
-
-	assert(kind != GRANT_CONN && token != 0);
-	if (token > ENGINE_TOKEN_MAX)
-		return (NULL);
-	HASH_FIND(hh, e->grants, &token, sizeof(token), g);
-	if (g != NULL)
-		return (NULL);
-	engine_raise_token_floor(e, token);
-	return (grant_new(e, s, token, n, kind, NULL, ttl_ms));
+		engine_sem_wake(e, s, 1);
 }
 
 void

@@ -32,30 +32,58 @@ enum grant_kind {
 	GRANT_UNOWNED	/* was bound; its connection was lost in a restart */
 };
 
-/* One granted permit of n units. */
+/*
+ * A grant holds n units of one semaphore, or of each of 2 to 16
+ * semaphores at once (ACQUIREALL). A grant is a chain of parts, one
+ * struct grant per semaphore, from its lead (lead == the part itself for
+ * a single-semaphore grant) along part_next. Every part is on its
+ * semaphore's list with its own n, so used, holders, HOLDERS and DELETE
+ * see it as a holder of that semaphore. token, kind, owner and
+ * deadline_ms are the same on every part (changed together); the lead
+ * alone is in the token hash and on its owner's list, and alone has the
+ * timer, the holder labels, the count of parts and the request ID.
+ */
 struct grant {
 	uint64_t	 token;		/* daemon-wide unique, increasing */
-	uint32_t	 n;
+	uint32_t	 n;		/* units of sem this part holds */
 	enum grant_kind	 kind;
 	struct sem	*sem;
 	struct owner	*owner;		/* GRANT_CONN only, else NULL */
 	uint64_t	 granted_ms;
 	uint64_t	 deadline_ms;	/* GRANT_LEASE and GRANT_UNOWNED */
-	void		*timer;		/* lease expiry / reclaim deadline */
+	void		*timer;		/* lead: lease expiry / reclaim */
 	/*
 	 * Opaque labels the server gives a lease (engine_grant_set_holder):
 	 * the name and address of the connection that acquired it. NULL:
-	 * unknown. The engine only keeps and frees them.
+	 * unknown. The engine only keeps and frees them. Lead only.
 	 */
 	char		*holder_name;
 	char		*holder_addr;
 
+	struct grant	*lead;		/* the first part (itself if single) */
+	struct grant	*part_next;	/* the next part, NULL after the last */
+	uint32_t	 nparts;	/* lead: how many parts (1..16) */
+	/*
+	 * The request ID it was granted under (a lease only), NUL-terminated,
+	 * or NULL. The lead owns the copy; every part points to it and is
+	 * in its semaphore's grant_ids under it.
+	 */
+	char		*id;
+	size_t		 id_len;
+
 	struct grant	*sem_prev, *sem_next;	/* sem->grants, grant order */
-	struct grant	*own_prev, *own_next;	/* owner->grants */
-	UT_hash_handle	 hh;			/* engine->grants by token */
+	struct grant	*own_prev, *own_next;	/* owner->grants (lead) */
+	UT_hash_handle	 hh;			/* engine->grants (lead) */
+	UT_hash_handle	 idh;			/* sem->grant_ids by id */
 };
 
-/* A queued ACQUIRE. */
+/*
+ * A queued ACQUIRE, or ACQUIREALL: one part per semaphore it waits on,
+ * from the lead along part_next, each on its semaphore's queue with its
+ * own n. The lead alone is on its owner's list and has the timer, the
+ * cookie, the lease and the request ID (shared with the parts, as for a
+ * grant).
+ */
 struct waiter {
 	uint32_t	 n;
 	int64_t		 lease_ms;	/* -1: bound grant */
@@ -65,8 +93,15 @@ struct waiter {
 	void		*cookie;	/* the server's, handed back in events */
 	void		*timer;		/* NULL: waits for ever */
 
+	struct waiter	*lead;
+	struct waiter	*part_next;
+	uint32_t	 nparts;	/* lead: how many parts (1..16) */
+	char		*id;		/* as a grant's */
+	size_t		 id_len;
+
 	struct waiter	*q_prev, *q_next;	/* sem->queue, FIFO */
-	struct waiter	*own_prev, *own_next;	/* owner->waiters */
+	struct waiter	*own_prev, *own_next;	/* owner->waiters (lead) */
+	UT_hash_handle	 idh;			/* sem->waiter_ids by id */
 };
 
 enum engine_release_reason {
@@ -103,6 +138,8 @@ struct sem {
 	uint32_t	 nwaiters;
 	struct grant	*grants;	/* utlist, in grant order */
 	struct waiter	*queue;		/* utlist, head is served first */
+	struct grant	*grant_ids;	/* uthash (idh): parts with an ID */
+	struct waiter	*waiter_ids;	/* uthash (idh): parts with an ID */
 	struct sem_stats stats;
 	UT_hash_handle	 hh;		/* engine->sems by name */
 };
@@ -122,7 +159,9 @@ enum engine_event_type {
 	ENGINE_EV_RELEASED,	/* grant is valid during the callback only */
 	ENGINE_EV_REFRESHED,	/* a lease got a new deadline */
 	ENGINE_EV_ATTACHED,	/* an unowned grant is bound again */
-	ENGINE_EV_WAIT_TIMEOUT	/* a queued waiter gave up; cookie is set */
+	ENGINE_EV_WAIT_TIMEOUT,	/* a queued waiter gave up; cookie is set */
+	ENGINE_EV_WAIT_REPLACED	/* a newer request with its ID took its
+				   place in the queues; cookie is the old's */
 };
 
 struct engine_event {
@@ -134,6 +173,10 @@ struct engine_event {
 };
 
 /*
+ * Events about a grant or a waiter come once, whatever its count of
+ * semaphores: sem is then its lead's, grant the lead (walk part_next for
+ * the others).
+ *
  * The observer. It runs synchronously inside engine calls and timer
  * callbacks, so it must not call back into engine functions that change
  * state; the server defers any such follow-up to a later loop turn.
@@ -144,8 +187,33 @@ typedef void (*engine_event_fn)(void *ctx, const struct engine_event *ev);
 enum acquire_status {
 	ACQUIRE_GRANTED,	/* *grant is set */
 	ACQUIRE_QUEUED,		/* queued; a GRANTED or WAIT_TIMEOUT follows */
-	ACQUIRE_TIMEOUT		/* timeout_ms was 0 and it could not be granted */
+	ACQUIRE_TIMEOUT,	/* timeout_ms was 0 and it could not be granted */
+	ACQUIRE_REPEATED	/* its ID names a lease held with the same
+				   parts: *grant is it; nothing changed */
 };
+
+/* One semaphore of a request, and the units it asks of it. */
+struct engine_part {
+	struct sem	*sem;
+	uint32_t	 n;
+};
+
+/*
+ * An ACQUIRE, TRY or ACQUIREALL: nparts (1..ENGINE_PARTS_MAX) distinct
+ * semaphores. timeout_ms -1 waits for ever, lease_ms -1 binds the grant
+ * to owner; id (id_len bytes, NULL: none) only with a lease.
+ */
+struct engine_request {
+	struct owner			*owner;
+	const struct engine_part	*parts;
+	uint32_t			 nparts;
+	int64_t				 timeout_ms;
+	int64_t				 lease_ms;
+	const char			*id;
+	size_t				 id_len;
+	void				*cookie;
+};
+#define ENGINE_PARTS_MAX	PROTO_MULTI_MAX
 
 struct engine_stats {
 	uint64_t	grants_total;	/* grants ever made */
@@ -213,7 +281,23 @@ enum proto_err	 engine_acquire(struct engine *e, struct sem *s,
 		    int64_t lease_ms, void *cookie, enum acquire_status *status,
 		    struct grant **grant);
 
-/* The grant of that token in s, or NULL (not held / another sem). */
+/*
+ * ACQUIRE, TRY and ACQUIREALL (README "Atomic acquire"; the rules in
+ * engine.c). Returns RANGE when some n > its capacity, UNAVAILABLE while
+ * grants are held (engine_hold_grants), EXISTS when r->id names a lease
+ * held, or a request waiting, with other semaphores or another n; else
+ * PERR_NONE and *status. A request whose ID names a waiting request with
+ * the same parts takes its place in the queues: the old one gets
+ * WAIT_REPLACED, the new one QUEUED (or TIMEOUT, with timeout_ms 0).
+ */
+enum proto_err	 engine_acquire_req(struct engine *e,
+		    const struct engine_request *r,
+		    enum acquire_status *status, struct grant **grant);
+
+/*
+ * The part on s of the grant of that token, or NULL (not held, or the
+ * grant holds nothing of s). Its lead is the grant as a whole.
+ */
 struct grant	*engine_find_grant(struct engine *e, struct sem *s,
 		    uint64_t token);
 /*
@@ -236,7 +320,7 @@ enum proto_err	 engine_attach(struct engine *e, struct sem *s,
 enum proto_err	 engine_revoke(struct engine *e, struct sem *s,
 		    uint64_t token);
 
-/* The grant of that token in any semaphore, or NULL. */
+/* The grant (its lead) of that token in any semaphore, or NULL. */
 struct grant	*engine_grant_by_token(struct engine *e, uint64_t token);
 /*
  * Take back a grant that was made but could not be persisted, as if it had
@@ -269,6 +353,21 @@ void		 engine_hold_grants(struct engine *e, int hold);
 struct grant	*engine_restore_grant(struct engine *e, struct sem *s,
 		    uint64_t token, uint32_t n, enum grant_kind kind,
 		    uint64_t ttl_ms);
+
+/*
+ * Persistence, after a restart: add to the grant of lead (restored by
+ * engine_restore_grant) its part of n units of s. NULL if the grant has a
+ * part on s already, or ENGINE_PARTS_MAX parts. Emits no event.
+ */
+struct grant	*engine_restore_part(struct engine *e, struct grant *lead,
+		    struct sem *s, uint32_t n);
+/*
+ * Give the grant of lead the request ID id (len bytes, a lease): 0, or -1
+ * (and no ID) when another grant holds that ID on one of its semaphores.
+ * Emits nothing. For persistence, after a restart.
+ */
+int		 engine_grant_set_id(struct engine *e, struct grant *lead,
+		    const char *id, size_t len);
 
 /*
  * Keep copies of name and addr (either may be NULL: unknown) on g,

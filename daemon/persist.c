@@ -42,6 +42,7 @@
 #include <uthash.h>
 
 #include "dirty.h"
+#include "load-parts.h"
 #include "log.h"
 #include "owner.h"
 #include "persist.h"
@@ -137,6 +138,7 @@ struct persist {
 	uint32_t		 load_sems, load_grants, load_unowned;
 	char			**load_damaged;	/* their capacity is unknown */
 	size_t			 nload_damaged;
+	struct load_parts	*load_parts;	/* ACQUIREALL grants loaded */
 };
 
 static void
@@ -201,6 +203,8 @@ flight_pop(struct persist *p)
 void
 persist_observe(struct persist *p, const struct engine_event *ev)
 {
+	const struct grant	*g;
+
 	if (p->state == PST_OFF || p->state == PST_LOADING)
 		return;
 	switch (ev->type) {
@@ -213,10 +217,13 @@ persist_observe(struct persist *p, const struct engine_event *ev)
 	case ENGINE_EV_RELEASED:
 	case ENGINE_EV_REFRESHED:
 	case ENGINE_EV_ATTACHED:
-		dirty_grant_add(&p->dirty_grants, ev->grant->token,
-		    ev->sem->name, ev->sem->name_len);
+		/* Every part: a multi-grant is written in one batch, whole. */
+		for (g = ev->grant; g != NULL; g = g->part_next)
+			dirty_grant_add(&p->dirty_grants, g->token,
+			    g->sem->name, g->sem->name_len);
 		break;
 	case ENGINE_EV_WAIT_TIMEOUT:
+	case ENGINE_EV_WAIT_REPLACED:
 		return;
 	}
 	if (persist_backlog(p) > (uint64_t)p->cfg->persistence_backlog) {
@@ -272,9 +279,11 @@ batch_grant(struct persist *p, struct batch *b, const char *sem, size_t len,
 	c->token = token;
 	if (g == NULL)
 		return;
-	c->n = g->n;
-	c->holder_name = g->holder_name;
-	c->holder_addr = g->holder_addr;
+	c->n = g->n;			/* this part's */
+	c->multi = g->lead->nparts;
+	c->id = g->lead->id;
+	c->holder_name = g->lead->holder_name;
+	c->holder_addr = g->lead->holder_addr;
 	if (g->kind == GRANT_LEASE) {
 		c->kind = STORE_KIND_LEASE;
 		c->lease_ms = (uint64_t)engine_grant_ttl_ms(p->engine, g);
@@ -304,6 +313,7 @@ batch_from_dirty(struct persist *p, struct batch *b, struct flight *f)
 {
 	struct dirty_sem	*ds;
 	struct dirty_grant	*dg;
+	struct sem		*s;
 
 	f->sems = p->dirty_sems;
 	f->grants = p->dirty_grants;
@@ -312,9 +322,11 @@ batch_from_dirty(struct persist *p, struct batch *b, struct flight *f)
 	for (ds = f->sems; ds != NULL; ds = ds->hh.next)
 		batch_sem(b, ds->name, ds->len,
 		    engine_find(p->engine, ds->name, ds->len));
-	for (dg = f->grants; dg != NULL; dg = dg->hh.next)
-		batch_grant(p, b, dg->sem, dg->sem_len, dg->token,
-		    engine_grant_by_token(p->engine, dg->token));
+	for (dg = f->grants; dg != NULL; dg = dg->hh.next) {
+		s = engine_find(p->engine, dg->sem, dg->sem_len);
+		batch_grant(p, b, dg->sem, dg->sem_len, dg->token, s == NULL ?
+		    NULL : engine_find_grant(p->engine, s, dg->token));
+	}
 	batch_tokens(p, b, 0);
 }
 
@@ -748,7 +760,8 @@ persist_fix_damaged(struct persist *p)
 static void
 persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
     enum store_grant_kind kind, uint64_t lease_left_ms,
-    const char *holder_name, const char *holder_addr)
+    const char *holder_name, const char *holder_addr, uint32_t multi,
+    const char *id)
 {
 	struct persist	*p = ctx;
 	struct grant	*g;
@@ -758,12 +771,29 @@ persist_load_grant(void *ctx, const char *sem, uint64_t token, uint32_t n,
 
 	if (s == NULL)
 		return;
+	/*
+	 * Another part of an ACQUIREALL grant loaded already: it joins
+	 * that grant (which keeps the first part's kind and deadline).
+	 */
+	if (multi > 1 && (g = engine_grant_by_token(p->engine, token)) !=
+	    NULL) {
+		if (load_parts_expected(p->load_parts, token) > 1)
+			engine_restore_part(p->engine, g, s, n);
+		return;
+	}
 	if (kind == STORE_KIND_LEASE && lease_left_ms > grace)
 		ttl = lease_left_ms;
 	if ((g = engine_restore_grant(p->engine, s, token, n, kind ==
 	    STORE_KIND_LEASE ? GRANT_LEASE : GRANT_UNOWNED, ttl)) == NULL)
 		return;
 	engine_grant_set_holder(g, holder_name, holder_addr);
+	if (id != NULL && kind == STORE_KIND_LEASE &&
+	    engine_grant_set_id(p->engine, g, id, strlen(id)) != 0)
+		log_warnx("redis: request id %s of grant %llu of %s is held "
+		    "by another grant there; loaded without it", id,
+		    (unsigned long long)token, sem);
+	if (multi > 1)
+		load_parts_add(&p->load_parts, token, multi);
 	p->load_grants++;
 	if (kind == STORE_KIND_CONN)
 		p->load_unowned++;
@@ -786,8 +816,13 @@ persist_own_load(void *arg, const char *how, uint64_t *tokens, char *err,
 
 	p->load_sems = p->load_grants = p->load_unowned = 0;
 	if (p->ops->load(p->store, &loader, p, TOKEN_BLOCK, tokens, &repair,
-	    err, errlen) != 0)
+	    err, errlen) != 0) {
+		load_parts_free(&p->load_parts);
 		return (-1);
+	}
+	/* A grant that lost parts is rewritten with those it has. */
+	if (load_parts_check(&p->load_parts, p->engine) > 0)
+		repair = 1;
 	persist_fix_damaged(p);
 	engine_raise_token_floor(p->engine, *tokens);
 	p->tokens_acked = p->tokens_sent = *tokens + TOKEN_BLOCK;

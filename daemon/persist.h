@@ -34,7 +34,9 @@ struct persist;
 /* What a held-back reply was for. */
 enum persist_await_kind {
 	AWAIT_GRANT,	/* "OK <token>" */
-	AWAIT_REFRESH	/* "OK <ms>" */
+	AWAIT_REFRESH,	/* "OK <ms>" */
+	AWAIT_REPEAT	/* "OK <token>" of a lease granted before, to an
+			   ACQUIRE repeated with its ID: never undone here */
 };
 
 /* What became of the write a held-back reply waited for. */

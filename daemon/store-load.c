@@ -114,9 +114,10 @@ store_load_grants(struct store *st, struct store_load_ctx *lc,
 	struct store_load_order	*order;
 	enum store_grant_kind	 kind;
 	uint64_t		 token, deadline, left;
-	uint32_t		 n;
+	uint32_t		 n, multi;
 	size_t			 i, o, norder = 0;
 	char			 hname[PROTO_LABEL_MAX + 1];
+	char			 id[PROTO_ID_MAX + 1];
 	char			 haddr[STORE_HOLDER_ADDR_MAX];
 
 	order = xcalloc(grants->elements / 2 + 1, sizeof(*order));
@@ -136,7 +137,9 @@ store_load_grants(struct store *st, struct store_load_ctx *lc,
 		token = order[o].token;
 		if (token == 0 || val->type != REDIS_REPLY_STRING ||
 		    store_decode_grant(val->str, val->len, &n, &kind,
-		    &deadline, hname, haddr) != 0) {
+		    &deadline, hname, haddr) != 0 ||
+		    store_decode_grant_set(val->str, val->len, &multi,
+		    id) != 0) {
 			snprintf(err, errlen, "a grant of %s in %s{%s}:grants "
 			    "cannot be read: this daemon will not serve the "
 			    "data set without it; repair or delete that field",
@@ -150,7 +153,8 @@ store_load_grants(struct store *st, struct store_load_ctx *lc,
 		    deadline - lc->redis_now_ms : 0;
 		lc->ld->grant(lc->ctx, name, token, n, kind, left,
 		    hname[0] != '\0' ? hname : NULL,
-		    haddr[0] != '\0' ? haddr : NULL);
+		    haddr[0] != '\0' ? haddr : NULL, multi,
+		    id[0] != '\0' ? id : NULL);
 	}
 	free(order);
 	return (0);

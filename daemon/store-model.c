@@ -101,20 +101,30 @@ store_grant_value(const struct store_change *ch, char *buf, size_t size)
 {
 	int	lease = ch->kind == STORE_KIND_LEASE;
 
+	size_t	len;
+
 	/* "+T": the script writes Redis's TIME + T (store-scripts.h). */
-	snprintf(buf, size, "n=%u kind=%s deadline_ms=%s%llu name=%.*s "
-	    "addr=%.*s", ch->n, lease ? "lease" : "conn", lease ? "+" : "",
-	    (unsigned long long)(lease ? ch->lease_ms : 0), PROTO_LABEL_MAX,
-	    ch->holder_name != NULL ? ch->holder_name : "-",
+	len = (size_t)snprintf(buf, size, "n=%u kind=%s deadline_ms=%s%llu "
+	    "name=%.*s addr=%.*s", ch->n, lease ? "lease" : "conn",
+	    lease ? "+" : "", (unsigned long long)(lease ? ch->lease_ms : 0),
+	    PROTO_LABEL_MAX, ch->holder_name != NULL ? ch->holder_name : "-",
 	    STORE_HOLDER_ADDR_MAX - 1,
 	    ch->holder_addr != NULL ? ch->holder_addr : "-");
+	/* 1.1's words come last, and only when set: old values stay. */
+	if (ch->multi > 1 && len < size)
+		len += (size_t)snprintf(buf + len, size - len, " multi=%u",
+		    ch->multi);
+	if (ch->id != NULL && len < size)
+		snprintf(buf + len, size - len, " id=%.*s", PROTO_ID_MAX,
+		    ch->id);
 }
 
 void
 store_encode(const struct store_model *m, const struct store_change *ch,
     store_emit_fn emit, void *arg)
 {
-	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24], value[256];
+	char	key[STORE_KEY_MAX], key2[STORE_KEY_MAX], num[24];
+	char	value[STORE_GRANT_VALUE_MAX];
 
 	switch (ch->type) {
 	case STORE_SEM_PUT:
@@ -306,6 +316,30 @@ store_decode_grant(const char *s, size_t len, uint32_t *n,
 	if (!proto_find_kv(s, len, "deadline_ms", &w) ||
 	    proto_parse_u64(w.p, w.len, UINT64_MAX, deadline) != 0)
 		return (-1);
+	return (0);
+}
+
+int
+store_decode_grant_set(const char *s, size_t len, uint32_t *multi,
+    char *id)
+{
+	struct proto_word	w;
+	uint64_t		v;
+
+	*multi = 1;
+	id[0] = '\0';
+	if (proto_find_kv(s, len, "multi", &w)) {
+		if (proto_parse_u64(w.p, w.len, PROTO_MULTI_MAX, &v) != 0 ||
+		    v < PROTO_MULTI_MIN)
+			return (-1);
+		*multi = (uint32_t)v;
+	}
+	if (proto_find_kv(s, len, "id", &w)) {
+		if (!proto_valid_id(w.p, w.len))
+			return (-1);
+		memcpy(id, w.p, w.len);
+		id[w.len] = '\0';
+	}
 	return (0);
 }
 

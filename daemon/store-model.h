@@ -12,10 +12,15 @@
  *   P sems            set     the semaphore names
  *   P {NAME}:sem      hash    capacity
  *   P {NAME}:grants   hash    TOKEN -> "n=N kind=conn|lease deadline_ms=D
- *                             name=L addr=A" (D: Unix ms when a lease
- *                             ends, 0 for conn; L, A: the NAME and address
- *                             of the connection that acquired a lease, or
- *                             "-"; values without them load as "-")
+ *                             name=L addr=A [multi=K] [id=I]" (D: Unix ms
+ *                             when a lease ends, 0 for conn; L, A: the
+ *                             NAME and address of the connection that
+ *                             acquired a lease, or "-"; values without
+ *                             them load as "-"; K: the count of
+ *                             semaphores of an ACQUIREALL grant, which
+ *                             has a field under TOKEN in the grants key
+ *                             of each, with that one's N; I: the request
+ *                             ID of a lease)
  *   P owner           string  "EPOCH ID ADDR", expires owner-lease after
  *                             the owner's last renewal
  *   P epoch           string  the last epoch handed out
@@ -32,6 +37,7 @@
 #define STORE_KEY_MAX		(PROTO_NAME_MAX + 256)
 #define STORE_HOLDER_ADDR_MAX	64	/* a holder's address, NUL included */
 #define STORE_FENCE_MAX		64	/* "EPOCH ID ", NUL included */
+#define STORE_GRANT_VALUE_MAX	384	/* a grant's value, NUL included */
 
 /* What the model needs to know of the store: not the whole store. */
 struct store_model {
@@ -113,6 +119,13 @@ void	store_decode_label(const char *s, size_t len, const char *key,
 int	store_decode_grant(const char *s, size_t len, uint32_t *n,
 	    enum store_grant_kind *kind, uint64_t *deadline, char *name,
 	    char *addr);
+/*
+ * The 1.1 words of a grant's value: *multi (1 when absent; 2..16) and
+ * the request ID into id (PROTO_ID_MAX + 1 bytes, "" when absent).
+ * 0, or -1 when either is there but malformed.
+ */
+int	store_decode_grant_set(const char *s, size_t len, uint32_t *multi,
+	    char *id);
 /*
  * The owner key's value "EPOCH ID ADDR" into out->epoch (left as it is
  * when not a number) and out->addr ("-" when absent or not printable

@@ -66,6 +66,11 @@ struct store_change {
 						 * Redis's clock */
 	const char		*holder_name;	/* STORE_GRANT_PUT; NULL: - */
 	const char		*holder_addr;	/* STORE_GRANT_PUT; NULL: - */
+	uint32_t		 multi;		/* STORE_GRANT_PUT: the grant's
+						 * count of semaphores; 0, 1:
+						 * a single one */
+	const char		*id;		/* STORE_GRANT_PUT: its request
+						 * ID; NULL: none */
 };
 
 #define STORE_ADDR_MAX	256	/* an advertised HOST:PORT */
@@ -144,10 +149,15 @@ struct store_events {
 struct store_loader {
 	void	(*sem)(void *ctx, const char *name, uint32_t capacity,
 		    int damaged);
+	/*
+	 * One part of a grant: of an ACQUIREALL grant of multi semaphores
+	 * (1: a single one), each part comes under the same token, with its
+	 * own sem and n. id: its request ID, or NULL.
+	 */
 	void	(*grant)(void *ctx, const char *sem, uint64_t token,
 		    uint32_t n, enum store_grant_kind kind,
 		    uint64_t lease_left_ms, const char *holder_name,
-		    const char *holder_addr);
+		    const char *holder_addr, uint32_t multi, const char *id);
 };
 
 /*

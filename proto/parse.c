@@ -1,9 +1,10 @@
 /*
  * parse.c: one request line in, one typed request or one ERR PROTO out.
  *
- * Pure: no I/O, no allocation, no locale. Every verb but ACQUIRE, TRY and
- * WATCH takes a fixed list of arguments, declared once in verb_args[]; the
- * optional words and clauses of those three get their own small parsers. Errors
+ * Pure: no I/O, no allocation, no locale. Every verb but ACQUIRE, TRY,
+ * ACQUIREALL and WATCH takes a fixed list of arguments, declared once in
+ * verb_args[]; the optional words and clauses of those get their own small
+ * parsers. Errors
  * quote the offending word, made printable and cut short, so a reply line
  * never carries raw client bytes.
  */
@@ -13,7 +14,10 @@
 
 #include "proto.h"
 
-#define PARSE_WORDS_MAX	7	/* ACQUIRE <sem> <n> TIMEOUT <ms> LEASE <ms> */
+/* ACQUIRE <sem> <n> TIMEOUT <ms> LEASE <ms> ID <id> */
+#define ACQUIRE_WORDS_MAX	9
+/* ACQUIREALL, 16 semaphores and their n, and the three options */
+#define PARSE_WORDS_MAX		(1 + 2 * PROTO_MULTI_MAX + 6)
 #define ECHO_MAX	40	/* bytes of a client word quoted in an error */
 #define ECHO_BUFSIZE	(ECHO_MAX + sizeof("..."))
 
@@ -28,7 +32,7 @@ static const char *const verb_names[VERB__COUNT] = {
  *   s <sem>	p <password>	c <capacity> 1..	z <capacity> 0..
  *   t <token>	m <ms>		l <label>		i <conn id>
  * NULL means a form with optional words: parse_acquire() for ACQUIRE and
- * TRY, parse_watch() for WATCH.
+ * TRY, parse_acquireall() for ACQUIREALL, parse_watch() for WATCH.
  */
 static const struct {
 	const char	*args;
@@ -39,8 +43,9 @@ static const struct {
 	[VERB_CREATE] =		{ "sc",	 "<sem> <capacity>" },
 	[VERB_RESIZE] =		{ "sz",	 "<sem> <capacity>" },
 	[VERB_DELETE] =		{ "s",	 "<sem>" },
-	[VERB_ACQUIRE] =	{ NULL,	 "<sem> [<n>] [TIMEOUT <ms>] [LEASE <ms>]" },
-	[VERB_TRY] =		{ NULL,	 "<sem> [<n>] [LEASE <ms>]" },
+	[VERB_ACQUIRE] =	{ NULL,	 "<sem> [<n>] [TIMEOUT <ms>] [LEASE <ms>] "
+				    "[ID <id>]" },
+	[VERB_TRY] =		{ NULL,	 "<sem> [<n>] [LEASE <ms>] [ID <id>]" },
 	[VERB_RELEASE] =	{ "st",	 "<sem> <token>" },
 	[VERB_REFRESH] =	{ "stm", "<sem> <token> <ms>" },
 	[VERB_ATTACH] =		{ "st",	 "<sem> <token>" },
@@ -57,6 +62,8 @@ static const struct {
 	[VERB_CLIENTS] =	{ "",	 "" },
 	[VERB_KILL] =		{ "i",	 "<conn id>" },
 	[VERB_WATCH] =		{ NULL,	 "<sem> <token> [TIMEOUT <ms>]" },
+	[VERB_ACQUIREALL] =	{ NULL,	 "<sem> <n> <sem> <n> [...] [TIMEOUT <ms>] "
+				    "[LEASE <ms>] [ID <id>]" },
 };
 
 static int
@@ -169,6 +176,12 @@ proto_valid_name(const char *name, size_t len)
 		return (0);
 	}
 	return (1);
+}
+
+int
+proto_valid_id(const char *id, size_t len)
+{
+	return (len <= PROTO_ID_MAX && proto_valid_name(id, len));
 }
 
 int
@@ -307,53 +320,62 @@ parse_arg(char kind, const struct proto_word *w, struct proto_request *req,
 	return (proto_set_error(err, PERR_PROTO, "internal parser error"));
 }
 
+/* 1 if w is one of the option keywords of the acquire forms. */
+static int
+word_is_option(const struct proto_word *w)
+{
+	return (word_is(w, "TIMEOUT") || word_is(w, "LEASE") ||
+	    word_is(w, "ID"));
+}
+
 /*
- * ACQUIRE <sem> [<n>] [TIMEOUT <ms>] [LEASE <ms>] and TRY <sem> [<n>]
- * [LEASE <ms>]. The word after <sem> is n unless it is a keyword; the
- * clauses come in either order, each at most once.
+ * The options of ACQUIRE, TRY and ACQUIREALL, w[i..nw): TIMEOUT <ms>,
+ * LEASE <ms> and ID <request-id>, in any order, each at most once. TRY
+ * takes no TIMEOUT; ID needs LEASE (a repeat must find a lease that
+ * outlived the connection whose reply was lost).
  */
 static enum proto_parse_result
-parse_acquire(struct proto_request *req, const struct proto_word *w,
-    size_t nw, struct proto_error *err)
+parse_options(struct proto_request *req, const struct proto_word *w,
+    size_t i, size_t nw, struct proto_error *err)
 {
 	const char	*verb = verb_names[req->verb];
 	const char	*kw;
 	int64_t		*clause;
 	uint64_t	 v;
-	size_t		 i = 2;
 	char		 buf[ECHO_BUFSIZE];
 
-	if (nw < 2 || nw > PARSE_WORDS_MAX)
-		return (parse_arity(req, err));
-	if (parse_sem(&w[1], req, err) != PROTO_PARSE_OK)
-		return (PROTO_PARSE_ERROR);
-	req->n = 1;
-	if (req->verb == VERB_TRY)
-		req->timeout_ms = 0;
-
-	if (i < nw && !word_is(&w[i], "TIMEOUT") && !word_is(&w[i], "LEASE")) {
-		if (parse_num(&w[i], 1, PROTO_INT_MAX, "n", &v, err) !=
-		    PROTO_PARSE_OK)
-			return (PROTO_PARSE_ERROR);
-		req->n = (uint32_t)v;
-		i++;
-	}
 	for (; i < nw; i += 2) {
+		if (word_is(&w[i], "ID")) {
+			if (req->id.len != 0)
+				return (proto_set_error(err, PERR_PROTO,
+				    "ID given twice"));
+			if (i + 1 == nw)
+				return (proto_set_error(err, PERR_PROTO,
+				    "ID needs a request id"));
+			if (!proto_valid_id(w[i + 1].p, w[i + 1].len))
+				return (proto_set_error(err, PERR_PROTO,
+				    "invalid request id '%s' (1..%d bytes of "
+				    "A-Z a-z 0-9 _ . : / -)",
+				    echo(&w[i + 1], buf), PROTO_ID_MAX));
+			req->id = w[i + 1];
+			continue;
+		}
 		if (word_is(&w[i], "LEASE")) {
 			kw = "LEASE";
 			clause = &req->lease_ms;
 		} else if (word_is(&w[i], "TIMEOUT") &&
-		    req->verb == VERB_ACQUIRE) {
+		    req->verb != VERB_TRY) {
 			kw = "TIMEOUT";
 			clause = &req->timeout_ms;
 		} else if (word_is(&w[i], "TIMEOUT")) {
 			return (proto_set_error(err, PERR_PROTO,
 			    "TRY takes no TIMEOUT: it never waits"));
 		} else {
+			/* Not the usage: ACQUIREALL's would not fit. */
 			return (proto_set_error(err, PERR_PROTO,
-			    "unexpected '%s' in %s (usage: %s %s)",
-			    echo(&w[i], buf), verb, verb,
-			    verb_args[req->verb].usage));
+			    "unexpected '%s' in %s (options: %sLEASE <ms> "
+			    "ID <id>)", echo(&w[i], buf), verb,
+			    req->verb == VERB_TRY ? "" : "TIMEOUT <ms> "));
 		}
 		/* -1 (absent) is never a parsed value. */
 		if (*clause != -1) {
@@ -369,7 +391,98 @@ parse_acquire(struct proto_request *req, const struct proto_word *w,
 			return (PROTO_PARSE_ERROR);
 		*clause = (int64_t)v;
 	}
+	if (req->id.len != 0 && req->lease_ms == -1)
+		return (proto_set_error(err, PERR_PROTO,
+		    "ID needs LEASE: only a lease can be asked for again"));
 	return (PROTO_PARSE_OK);
+}
+
+/*
+ * ACQUIRE <sem> [<n>] [TIMEOUT <ms>] [LEASE <ms>] [ID <id>] and TRY <sem>
+ * [<n>] [LEASE <ms>] [ID <id>]. The word after <sem> is n unless it is a
+ * keyword; the options come in any order, each at most once.
+ */
+static enum proto_parse_result
+parse_acquire(struct proto_request *req, const struct proto_word *w,
+    size_t nw, struct proto_error *err)
+{
+	uint64_t	 v;
+	size_t		 i = 2;
+
+	if (nw < 2 || nw > ACQUIRE_WORDS_MAX)
+		return (parse_arity(req, err));
+	if (parse_sem(&w[1], req, err) != PROTO_PARSE_OK)
+		return (PROTO_PARSE_ERROR);
+	req->n = 1;
+	if (req->verb == VERB_TRY)
+		req->timeout_ms = 0;
+
+	if (i < nw && !word_is_option(&w[i])) {
+		if (parse_num(&w[i], 1, PROTO_INT_MAX, "n", &v, err) !=
+		    PROTO_PARSE_OK)
+			return (PROTO_PARSE_ERROR);
+		req->n = (uint32_t)v;
+		i++;
+	}
+	if (parse_options(req, w, i, nw, err) != PROTO_PARSE_OK)
+		return (PROTO_PARSE_ERROR);
+	req->nparts = 1;
+	req->parts[0].sem = req->sem;
+	req->parts[0].n = req->n;
+	return (PROTO_PARSE_OK);
+}
+
+/*
+ * ACQUIREALL <sem> <n> [<sem> <n>]... [TIMEOUT <ms>] [LEASE <ms>] [ID
+ * <id>]: 2 to 16 distinct semaphores, each with its n. In the position of
+ * a name, TIMEOUT, LEASE and ID are keywords: the options begin there.
+ */
+static enum proto_parse_result
+parse_acquireall(struct proto_request *req, const struct proto_word *w,
+    size_t nw, struct proto_error *err)
+{
+	uint64_t	 v;
+	size_t		 i = 1, j;
+	char		 buf[ECHO_BUFSIZE];
+
+	if (nw > PARSE_WORDS_MAX)
+		return (proto_set_error(err, PERR_PROTO, "too many words for "
+		    "ACQUIREALL: at most %d semaphores", PROTO_MULTI_MAX));
+	while (i < nw && !word_is_option(&w[i])) {
+		if (req->nparts == PROTO_MULTI_MAX)
+			return (proto_set_error(err, PERR_PROTO,
+			    "ACQUIREALL takes at most %d semaphores",
+			    PROTO_MULTI_MAX));
+		if (parse_sem(&w[i], req, err) != PROTO_PARSE_OK)
+			return (PROTO_PARSE_ERROR);
+		if (i + 1 == nw || word_is_option(&w[i + 1]))
+			return (proto_set_error(err, PERR_PROTO,
+			    "semaphore '%s' needs its n in ACQUIREALL",
+			    echo(&w[i], buf)));
+		if (parse_num(&w[i + 1], 1, PROTO_INT_MAX, "n", &v, err) !=
+		    PROTO_PARSE_OK)
+			return (PROTO_PARSE_ERROR);
+		for (j = 0; j < req->nparts; j++) {
+			if (req->parts[j].sem.len == w[i].len &&
+			    memcmp(req->parts[j].sem.p, w[i].p,
+			    w[i].len) == 0)
+				return (proto_set_error(err, PERR_PROTO,
+				    "semaphore '%s' given twice in "
+				    "ACQUIREALL", echo(&w[i], buf)));
+		}
+		req->parts[req->nparts].sem = w[i];
+		req->parts[req->nparts].n = (uint32_t)v;
+		req->nparts++;
+		i += 2;
+	}
+	if (req->nparts < PROTO_MULTI_MIN)
+		return (proto_set_error(err, PERR_PROTO, "ACQUIREALL needs "
+		    "%d to %d semaphores (usage: ACQUIREALL %s)",
+		    PROTO_MULTI_MIN, PROTO_MULTI_MAX,
+		    verb_args[VERB_ACQUIREALL].usage));
+	req->sem = req->parts[0].sem;
+	req->n = req->parts[0].n;
+	return (parse_options(req, w, i, nw, err));
 }
 
 /* WATCH <sem> <token> [TIMEOUT <ms>]. */
@@ -438,6 +551,8 @@ proto_parse(const char *line, size_t len, struct proto_request *req,
 	if ((args = verb_args[v].args) == NULL) {
 		if (req->verb == VERB_WATCH)
 			return (parse_watch(req, w, nw, err));
+		if (req->verb == VERB_ACQUIREALL)
+			return (parse_acquireall(req, w, nw, err));
 		return (parse_acquire(req, w, nw, err));
 	}
 	if (nw - 1 != strlen(args))

@@ -16,6 +16,9 @@
 #define PROTO_VERSION_STR	"1.1"		/* with the 1.1 additions */
 #define PROTO_NAME_MAX		200		/* bytes in a semaphore name */
 #define PROTO_LABEL_MAX		64		/* bytes in a NAME label */
+#define PROTO_ID_MAX		64		/* bytes in a request ID */
+#define PROTO_MULTI_MIN		2		/* semaphores of an ACQUIREALL */
+#define PROTO_MULTI_MAX		16
 #define PROTO_INT_MAX		2147483647u	/* 2^31-1: n, capacity, ms */
 #define PROTO_ERRMSG_MAX	160		/* human text after ERR CODE */
 #define PROTO_DEFAULT_PORT	7313
@@ -72,7 +75,8 @@ enum proto_err {
 	X(NAME)		\
 	X(CLIENTS)	\
 	X(KILL)		\
-	X(WATCH)
+	X(WATCH)	\
+	X(ACQUIREALL)
 
 enum proto_verb {
 #define X(v) VERB_##v,
@@ -87,15 +91,26 @@ struct proto_word {
 	size_t		 len;
 };
 
+/* One semaphore of an ACQUIREALL and the units it asks of it. */
+struct proto_part {
+	struct proto_word	 sem;
+	uint32_t		 n;
+};
+
 /*
  * A parsed request. Only the fields the verb takes are meaningful:
  *   sem       CREATE RESIZE DELETE ACQUIRE TRY RELEASE REFRESH ATTACH
- *             CHECK REVOKE INFO HOLDERS WAITERS WATCH
+ *             CHECK REVOKE INFO HOLDERS WAITERS WATCH; ACQUIREALL: the
+ *             first of its semaphores
  *   arg       AUTH (the password, any bytes but blanks), NAME (the label)
- *   n         ACQUIRE TRY (1 when omitted)
+ *   n         ACQUIRE TRY (1 when omitted); ACQUIREALL: parts[0].n
+ *   parts     ACQUIREALL: nparts (2..16) distinct semaphores, in the
+ *             order given; ACQUIRE TRY: nparts 1, parts[0] = sem, n
+ *   id        ACQUIRE TRY ACQUIREALL: the request ID (len 0: none; only
+ *             with a lease)
  *   capacity  CREATE (1..2^31-1) RESIZE (0..2^31-1)
- *   timeout_ms ACQUIRE WATCH (-1: wait for ever; TRY sets 0)
- *   lease_ms  ACQUIRE TRY (-1: no lease, bound to the connection)
+ *   timeout_ms ACQUIRE ACQUIREALL WATCH (-1: wait for ever; TRY sets 0)
+ *   lease_ms  ACQUIRE TRY ACQUIREALL (-1: no lease, bound to the connection)
  *   token     RELEASE REFRESH ATTACH CHECK REVOKE WATCH
  *   ms        REFRESH
  *   conn_id   KILL
@@ -105,6 +120,9 @@ struct proto_request {
 	struct proto_word	 sem;
 	struct proto_word	 arg;
 	uint32_t		 n;
+	uint32_t		 nparts;
+	struct proto_part	 parts[PROTO_MULTI_MAX];
+	struct proto_word	 id;
 	uint32_t		 capacity;
 	int64_t			 timeout_ms;
 	int64_t			 lease_ms;
@@ -161,6 +179,9 @@ const char		*proto_verb_name(enum proto_verb verb);
 
 /* 1 if name[0..len) is a valid semaphore name (1..200 bytes of the alphabet). */
 int			 proto_valid_name(const char *name, size_t len);
+
+/* 1 if id[0..len) is a valid request ID (1..64 bytes of the name alphabet). */
+int			 proto_valid_id(const char *id, size_t len);
 
 /* 1 if label[0..len) is a valid NAME label (1..64 bytes, the alphabet or @). */
 int			 proto_valid_label(const char *label, size_t len);

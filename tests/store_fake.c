@@ -35,6 +35,7 @@ fake_free_batches(void)
 			free((char *)fake.batches[i].ch[j].sem);
 			free((char *)fake.batches[i].ch[j].holder_name);
 			free((char *)fake.batches[i].ch[j].holder_addr);
+			free((char *)fake.batches[i].ch[j].id);
 		}
 		free(fake.batches[i].ch);
 	}
@@ -154,7 +155,8 @@ fake_load(struct store *st, const struct store_loader *ld, void *ctx,
 	for (i = 0; i < fake.nload_grants; i++) {
 		g = &fake.load_grants[i];
 		ld->grant(ctx, g->sem, g->token, g->n, g->kind,
-		    g->lease_left_ms, g->holder_name, g->holder_addr);
+		    g->lease_left_ms, g->holder_name, g->holder_addr,
+		    g->multi, g->id);
 		if (g->token > high)
 			high = g->token;
 	}
@@ -174,7 +176,8 @@ fake_record(const struct store_change *ch, size_t n)
 	b = &fake.batches[fake.nbatches++];
 	b->ch = calloc(n > 0 ? n : 1, sizeof(*ch));
 	ck_assert_ptr_nonnull(b->ch);
-	memcpy(b->ch, ch, n * sizeof(*ch));
+	if (n > 0)	/* an empty batch (a write awaited, nothing new) */
+		memcpy(b->ch, ch, n * sizeof(*ch));
 	for (i = 0; i < n; i++) {
 		if (ch[i].sem != NULL)
 			b->ch[i].sem = strndup(ch[i].sem, ch[i].sem_len);
@@ -182,6 +185,8 @@ fake_record(const struct store_change *ch, size_t n)
 			b->ch[i].holder_name = strdup(ch[i].holder_name);
 		if (ch[i].holder_addr != NULL)
 			b->ch[i].holder_addr = strdup(ch[i].holder_addr);
+		if (ch[i].id != NULL)
+			b->ch[i].id = strdup(ch[i].id);
 	}
 	b->n = n;
 	b->sent_ms = fake_now;

@@ -65,6 +65,8 @@ struct fake_grant {
 	uint64_t		 lease_left_ms;
 	const char		*holder_name;
 	const char		*holder_addr;
+	uint32_t		 multi;		/* 0, 1: a single semaphore */
+	const char		*id;
 };
 
 struct store {

@@ -58,7 +58,7 @@ static void
 on_event(void *ctx, const struct engine_event *ev)
 {
 	struct engine	*e = *(struct engine **)ctx;
-	struct grant	*g = ev->grant;
+	struct grant	*g = ev->grant, *p;
 	struct waiter	*w;
 	struct rec	*r;
 	const char	*msg;
@@ -90,6 +90,16 @@ on_event(void *ctx, const struct engine_event *ev)
 			ck_assert(on_list(g->owner->grants, g, 1));
 		else
 			ck_assert_ptr_null(g->owner);
+		/* Events carry a grant's lead; each part is in place too. */
+		ck_assert_ptr_eq(g->lead, g);
+		for (p = g->part_next; p != NULL; p = p->part_next) {
+			ck_assert_ptr_eq(p->lead, g);
+			ck_assert_ptr_eq(engine_find_grant(e, p->sem, g->token),
+			    p);
+			ck_assert(on_list(p->sem->grants, p, 0));
+			ck_assert_int_eq(p->kind, g->kind);
+			ck_assert_ptr_null(fake_check_sem(p->sem));
+		}
 		break;
 	case ENGINE_EV_RELEASED:
 		ck_assert_ptr_nonnull(g);
@@ -101,6 +111,10 @@ on_event(void *ctx, const struct engine_event *ev)
 		ck_assert(!on_list(ev->sem->grants, g, 0));
 		if (g->owner != NULL)
 			ck_assert(!on_list(g->owner->grants, g, 1));
+		for (p = g->part_next; p != NULL; p = p->part_next) {
+			ck_assert(!on_list(p->sem->grants, p, 0));
+			ck_assert_ptr_null(fake_check_sem(p->sem));
+		}
 		break;
 	case ENGINE_EV_WAIT_TIMEOUT:
 		ck_assert_ptr_nonnull(ev->cookie);

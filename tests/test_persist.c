@@ -1159,6 +1159,158 @@ START_TEST(test_outcomes)
 }
 END_TEST
 
+/* The change of batch i that writes token's part on sem, or NULL. */
+static const struct store_change *
+batch_part(size_t i, const char *sem, uint64_t token)
+{
+	size_t	j;
+
+	for (j = 0; j < fake.batches[i].n; j++) {
+		const struct store_change *c = &fake.batches[i].ch[j];
+
+		if (c->type == STORE_GRANT_PUT && c->token == token &&
+		    strcmp(c->sem, sem) == 0)
+			return (c);
+	}
+	return (NULL);
+}
+
+/* A leased ACQUIREALL of jobs and gpu, with request ID id. */
+static enum proto_err
+acquire_all(uint32_t n_jobs, uint32_t n_gpu, const char *id,
+    enum acquire_status *st, struct grant **g)
+{
+	struct engine_part	parts[2] = {
+		{ engine_find(engine, "jobs", 4), n_jobs },
+		{ engine_find(engine, "gpu", 3), n_gpu } };
+	struct engine_request	r = { .owner = client, .parts = parts,
+				    .nparts = 2, .timeout_ms = 0,
+				    .lease_ms = 60000, .id = id,
+				    .id_len = strlen(id) };
+
+	return (engine_acquire_req(engine, &r, st, g));
+}
+
+/*
+ * An ACQUIREALL grant is written whole in one batch: a part in each
+ * semaphore's grants, each with its n, the count and the request ID.
+ * A repeat waits for the write too, but its failure undoes nothing.
+ * Its release deletes every part in one batch.
+ */
+START_TEST(test_multi_batch)
+{
+	const struct store_change	*cj, *cg;
+	enum acquire_status		 st;
+	struct grant			*g, *g2;
+	uint64_t			 t;
+
+	gain("sync", "3s");
+	ck_assert_int_eq(engine_create(engine, "gpu", 3, 1, NULL), PERR_NONE);
+	ck_assert_int_eq(acquire_all(2, 1, "job-7", &st, &g), PERR_NONE);
+	ck_assert_int_eq(st, ACQUIRE_GRANTED);
+	t = g->token;
+	persist_await(persist, 31, AWAIT_GRANT, t, 0);
+	WAIT_FOR(fake.nbatches == 1, WAIT_MS);
+	cj = batch_part(0, "jobs", t);
+	cg = batch_part(0, "gpu", t);
+	ck_assert_ptr_nonnull(cj);
+	ck_assert_ptr_nonnull(cg);
+	ck_assert_uint_eq(cj->n, 2);
+	ck_assert_uint_eq(cg->n, 1);
+	ck_assert_uint_eq(cj->multi, 2);
+	ck_assert_uint_eq(cg->multi, 2);
+	ck_assert_str_eq(cj->id, "job-7");
+	ck_assert_str_eq(cg->id, "job-7");
+	ck_assert_int_eq(cg->kind, STORE_KIND_LEASE);
+	/* A repeat before the first answer: answered with it, in order. */
+	ck_assert_int_eq(acquire_all(2, 1, "job-7", &st, &g2), PERR_NONE);
+	ck_assert_int_eq(st, ACQUIRE_REPEATED);
+	ck_assert_ptr_eq(g2, g);
+	persist_await(persist, 32, AWAIT_REPEAT, t, 0);
+	fake_ack(1);
+	WAIT_FOR(fake.nbatches == 2, WAIT_MS);
+	fake_ack(1);
+	ck_assert_uint_eq(nanswers, 2);
+	ck_assert_int_eq(answers[1].kind, AWAIT_REPEAT);
+	ck_assert_uint_eq(answers[1].token, t);
+	ck_assert(answers[1].ok);
+	/* A repeat whose batch fails: ERR, and the lease stays. */
+	persist_await(persist, 33, AWAIT_REPEAT, t, 0);
+	WAIT_FOR(fake.nbatches == 3, WAIT_MS);
+	fake_fail("test: refused");
+	ck_assert_uint_eq(nanswers, 3);
+	ck_assert(!answers[2].ok);
+	ck_assert_ptr_eq(engine_grant_by_token(engine, t), g);
+	fake_ready();
+	/* Released through one semaphore: both parts go, in one batch. */
+	ck_assert_int_eq(engine_release(engine, engine_find(engine, "gpu", 3),
+	    t, NULL), PERR_NONE);
+	WAIT_FOR(fake.nbatches >= 4, WAIT_MS);
+	ck_assert(batch_has(fake.nbatches - 1, STORE_GRANT_DEL, "jobs", t));
+	ck_assert(batch_has(fake.nbatches - 1, STORE_GRANT_DEL, "gpu", t));
+}
+END_TEST
+
+/* A part of an ACQUIREALL grant as Redis holds it. */
+static void
+script_load_part(const char *sem, uint64_t token, uint32_t n,
+    uint32_t multi, const char *id)
+{
+	script_load_lease(sem, token, n, NULL, NULL);
+	fake.load_grants[fake.nload_grants - 1].multi = multi;
+	fake.load_grants[fake.nload_grants - 1].id = id;
+}
+
+/*
+ * A load joins the parts under one grant with its ID, so a repeat after
+ * the restart learns its token. A grant missing a part is restored with
+ * the parts found (they stay held), and Redis is rewritten.
+ */
+START_TEST(test_multi_load)
+{
+	struct sem		*b, *c;
+	struct grant		*g;
+	enum acquire_status	 st;
+
+	script_load_sem("b", 2);
+	script_load_sem("c", 1);
+	script_load_part("b", 50, 2, 2, "x");
+	script_load_part("c", 50, 1, 2, "x");
+	script_load_part("c", 52, 1, 3, NULL);	/* its 2 others are lost */
+	fake.auto_ready = 1;
+	gain("sync", "3s");
+	b = engine_find(engine, "b", 1);
+	c = engine_find(engine, "c", 1);
+	g = engine_grant_by_token(engine, 50);
+	ck_assert_ptr_nonnull(g);
+	ck_assert_uint_eq(g->nparts, 2);
+	ck_assert_ptr_eq(engine_find_grant(engine, c, 50)->lead, g);
+	ck_assert_uint_eq(b->used, 2);
+	ck_assert_uint_eq(c->used, 2);		/* 50 and what is left of 52 */
+	ck_assert_str_eq(g->id, "x");
+	ck_assert_ptr_nonnull(engine_grant_by_token(engine, 52));
+	ck_assert(log_has("grant 52 holds 3 semaphores but only 1"));
+	/* Rewritten from memory: 52 as what it is now. */
+	WAIT_FOR(fake.nbatches >= 1, WAIT_MS);
+	ck_assert_ptr_nonnull(batch_part(0, "c", 52));
+	ck_assert_uint_eq(batch_part(0, "c", 52)->multi, 1);
+	ck_assert_uint_eq(batch_part(0, "b", 50)->multi, 2);
+	/* The ID came back: a repeat of x is answered 50. */
+	{
+		struct engine_part	parts[2] = { { c, 1 }, { b, 2 } };
+		struct engine_request	r = { .owner = client, .parts = parts,
+					    .nparts = 2, .timeout_ms = 0,
+					    .lease_ms = 1000, .id = "x",
+					    .id_len = 1 };
+
+		ck_assert_int_eq(engine_acquire_req(engine, &r, &st, &g),
+		    PERR_NONE);
+		ck_assert_int_eq(st, ACQUIRE_REPEATED);
+		ck_assert_uint_eq(g->token, 50);
+	}
+}
+END_TEST
+
 /*
  * The ownership states a standby goes through when it takes over and
  * loses the data set again, as STATS shows them (owner.c's table allows
@@ -1231,6 +1383,8 @@ persist_suite(int forking)
 	tcase_add_test(tc, test_load_fails);
 	tcase_add_test(tc, test_damaged_sem);
 	tcase_add_test(tc, test_outcomes);
+	tcase_add_test(tc, test_multi_batch);
+	tcase_add_test(tc, test_multi_load);
 	tcase_add_test(tc, test_states);
 	suite_add_tcase(su, tc);
 

@@ -133,6 +133,7 @@ static const struct {
 	{ "CLIENTS", VERB_CLIENTS },
 	{ "KILL 1", VERB_KILL },
 	{ "WATCH s 1", VERB_WATCH },
+	{ "ACQUIREALL a 1 b 1", VERB_ACQUIREALL },
 };
 
 START_TEST(test_verb_table_complete)
@@ -590,8 +591,8 @@ START_TEST(test_acquire_errors)
 {
 	ck_bad("ACQUIRE", "wrong number of arguments for 'ACQUIRE'");
 	ck_bad("ACQUIRE s 1 TIMEOUT 1 LEASE 1 x",
-	    "wrong number of arguments for 'ACQUIRE'");
-	ck_bad("ACQUIRE s 1 TIMEOUT 1 LEASE 1 x y z",
+	    "unexpected 'x' in ACQUIRE");
+	ck_bad("ACQUIRE s 1 TIMEOUT 1 LEASE 1 ID i x",
 	    "wrong number of arguments for 'ACQUIRE'");
 	ck_bad("ACQUIRE s! 1", "invalid semaphore name 's!'");
 	ck_bad("ACQUIRE s TIMEOUT", "TIMEOUT needs a value");
@@ -599,8 +600,7 @@ START_TEST(test_acquire_errors)
 	ck_bad("ACQUIRE s TIMEOUT 1 TIMEOUT 2", "TIMEOUT given twice");
 	ck_bad("ACQUIRE s LEASE 1 lease 2", "LEASE given twice");
 	ck_bad("ACQUIRE s 1 LEASE 1 LEASE 1", "LEASE given twice");
-	ck_bad("ACQUIRE s LEASE 1 TIMEOUT 1 LEASE 1",
-	    "wrong number of arguments for 'ACQUIRE'");
+	ck_bad("ACQUIRE s LEASE 1 TIMEOUT 1 LEASE 1", "LEASE given twice");
 	/* n must come right after the name. */
 	ck_bad("ACQUIRE s TIMEOUT 1 2", "unexpected '2' in ACQUIRE");
 	ck_bad("ACQUIRE s 1 2", "unexpected '2' in ACQUIRE");
@@ -638,6 +638,139 @@ START_TEST(test_try)
 	ck_bad("TRY s 0", "invalid n '0'");
 	ck_bad("TRY s 1 2", "unexpected '2' in TRY");
 	ck_bad("TRY", "wrong number of arguments for 'TRY'");
+}
+END_TEST
+
+/* --- request IDs (1.1: idempotent lease acquire) --- */
+
+START_TEST(test_acquire_id)
+{
+	char	line[128];
+
+	ck_ok("ACQUIRE s 2 LEASE 100 ID job-7");
+	ck_assert_uint_eq(req.n, 2);
+	ck_assert_int_eq(req.lease_ms, 100);
+	ck_word(req.id, "job-7");
+	ck_assert_uint_eq(req.nparts, 1);
+	ck_word(req.parts[0].sem, "s");
+	ck_assert_uint_eq(req.parts[0].n, 2);
+
+	/* Options in any order after n; the keyword folds case, the id not. */
+	ck_ok("acquire s id AbC lease 5 timeout 7");
+	ck_word(req.id, "AbC");
+	ck_assert_int_eq(req.lease_ms, 5);
+	ck_assert_int_eq(req.timeout_ms, 7);
+	ck_ok("ACQUIRE s ID x LEASE 5");
+	ck_assert_uint_eq(req.n, 1);
+	ck_word(req.id, "x");
+	ck_ok("TRY s 3 ID a.b:c/d_e-f LEASE 9");
+	ck_assert_int_eq(req.timeout_ms, 0);
+	ck_word(req.id, "a.b:c/d_e-f");
+
+	/* No ID: len 0. */
+	ck_ok("ACQUIRE s LEASE 5");
+	ck_assert_uint_eq(req.id.len, 0);
+
+	/* 64 bytes, not 65. */
+	memset(line, 0, sizeof(line));
+	snprintf(line, sizeof(line), "ACQUIRE s LEASE 1 ID %064d", 0);
+	ck_ok(line);
+	ck_assert_uint_eq(req.id.len, 64);
+	snprintf(line, sizeof(line), "ACQUIRE s LEASE 1 ID %065d", 0);
+	ck_bad(line, "invalid request id");
+
+	ck_bad("ACQUIRE s ID x", "ID needs LEASE");
+	ck_bad("ACQUIRE s 2 TIMEOUT 5 ID x", "ID needs LEASE");
+	ck_bad("TRY s ID x", "ID needs LEASE");
+	ck_bad("ACQUIRE s LEASE 5 ID", "ID needs a request id");
+	ck_bad("ACQUIRE s LEASE 5 ID a ID a", "ID given twice");
+	ck_bad("ACQUIRE s LEASE 5 ID a@b", "invalid request id 'a@b'");
+	ck_bad("ACQUIRE s LEASE 5 ID a!", "invalid request id 'a!'");
+	ck_bad("TRY s LEASE 5 ID a TIMEOUT 1", "TRY takes no TIMEOUT");
+}
+END_TEST
+
+/* --- ACQUIREALL (1.1: atomic acquire of several semaphores) --- */
+
+START_TEST(test_acquireall_forms)
+{
+	ck_ok("ACQUIREALL gpu 1 db 2");
+	ck_assert_int_eq(req.verb, VERB_ACQUIREALL);
+	ck_assert_uint_eq(req.nparts, 2);
+	ck_word(req.parts[0].sem, "gpu");
+	ck_assert_uint_eq(req.parts[0].n, 1);
+	ck_word(req.parts[1].sem, "db");
+	ck_assert_uint_eq(req.parts[1].n, 2);
+	ck_word(req.sem, "gpu");
+	ck_assert_uint_eq(req.n, 1);
+	ck_assert_int_eq(req.timeout_ms, -1);
+	ck_assert_int_eq(req.lease_ms, -1);
+	ck_assert_uint_eq(req.id.len, 0);
+
+	ck_ok("acquireall a 1 b 1 c 3 timeout 10 lease 20 id r1");
+	ck_assert_uint_eq(req.nparts, 3);
+	ck_word(req.parts[2].sem, "c");
+	ck_assert_uint_eq(req.parts[2].n, 3);
+	ck_assert_int_eq(req.timeout_ms, 10);
+	ck_assert_int_eq(req.lease_ms, 20);
+	ck_word(req.id, "r1");
+	ck_ok("ACQUIREALL a 1 b 1 ID r1 LEASE 20");
+	ck_word(req.id, "r1");
+
+	/* Names are case-sensitive: A and a are two semaphores. */
+	ck_ok("ACQUIREALL A 1 a 1");
+	ck_assert_uint_eq(req.nparts, 2);
+}
+END_TEST
+
+START_TEST(test_acquireall_limits)
+{
+	char	line[1024];
+	size_t	len;
+	int	i;
+
+	/* 16 semaphores, the most, with every option. */
+	len = (size_t)snprintf(line, sizeof(line), "ACQUIREALL");
+	for (i = 0; i < PROTO_MULTI_MAX; i++)
+		len += (size_t)snprintf(line + len, sizeof(line) - len,
+		    " s%d %d", i, i + 1);
+	snprintf(line + len, sizeof(line) - len,
+	    " TIMEOUT 1 LEASE 2 ID x");
+	ck_ok(line);
+	ck_assert_uint_eq(req.nparts, PROTO_MULTI_MAX);
+	ck_word(req.parts[15].sem, "s15");
+	ck_assert_uint_eq(req.parts[15].n, 16);
+	ck_word(req.id, "x");
+
+	/* 17 is refused, with or without options. */
+	snprintf(line + len, sizeof(line) - len, " s16 1");
+	ck_bad(line, "at most 16 semaphores");
+	snprintf(line + len, sizeof(line) - len,
+	    " s16 1 TIMEOUT 1 LEASE 2 ID x");
+	ck_bad(line, "at most 16 semaphores");
+
+	ck_bad("ACQUIREALL", "needs 2 to 16 semaphores");
+	ck_bad("ACQUIREALL a 1", "needs 2 to 16 semaphores");
+	ck_bad("ACQUIREALL a 1 LEASE 5", "needs 2 to 16 semaphores");
+}
+END_TEST
+
+START_TEST(test_acquireall_errors)
+{
+	ck_bad("ACQUIREALL a 1 a 2", "semaphore 'a' given twice");
+	ck_bad("ACQUIREALL a 1 b 1 a 1", "semaphore 'a' given twice");
+	/* Every n is explicit. */
+	ck_bad("ACQUIREALL a b 1", "invalid n 'b'");
+	ck_bad("ACQUIREALL a 1 b", "semaphore 'b' needs its n");
+	ck_bad("ACQUIREALL a 1 b LEASE 5", "semaphore 'b' needs its n");
+	ck_bad("ACQUIREALL a 0 b 1", "invalid n '0'");
+	/* Keywords in name position start the options. */
+	ck_bad("ACQUIREALL a 1 c 1 TIMEOUT 1 b 1", "unexpected 'b'");
+	ck_bad("ACQUIREALL a 1 lease 1", "needs 2 to 16");
+	ck_bad("ACQUIREALL a! 1 b 1", "invalid semaphore name 'a!'");
+	ck_bad("ACQUIREALL a 1 b 1 ID x", "ID needs LEASE");
+	ck_bad("ACQUIREALL a 1 b 1 TIMEOUT", "TIMEOUT needs a value");
+	ck_bad("ACQUIREALL a 1 b 1 LEASE 1 LEASE 2", "LEASE given twice");
 }
 END_TEST
 
@@ -873,7 +1006,11 @@ START_TEST(test_error_text_is_safe)
 	memcpy(line, "ACQUIRE s 1 ", 12);
 	memset(line + 12, 'Z', 4000);
 	line[4012] = '\0';
-	ck_bad(line, "[LEASE <ms>])");
+	ck_bad(line, "(options: TIMEOUT <ms> LEASE <ms> ID <id>)");
+	memcpy(line, "ACQUIREALL s 1 t 1 LEASE 1 ", 27);
+	memset(line + 27, 'Z', 3900);
+	line[3927] = '\0';
+	ck_bad(line, "(options: TIMEOUT <ms> LEASE <ms> ID <id>)");
 
 	ck_bad("F\x01\x7f\xff\x1bO", "unknown command 'F????O'");
 }
@@ -1265,6 +1402,10 @@ proto_suite(void)
 	tcase_add_test(tc, test_acquire_edges);
 	tcase_add_test(tc, test_acquire_errors);
 	tcase_add_test(tc, test_try);
+	tcase_add_test(tc, test_acquire_id);
+	tcase_add_test(tc, test_acquireall_forms);
+	tcase_add_test(tc, test_acquireall_limits);
+	tcase_add_test(tc, test_acquireall_errors);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("values");

@@ -253,6 +253,96 @@ START_TEST(test_encode_long_names)
 }
 END_TEST
 
+/* 1.1: an ACQUIREALL grant's count of semaphores and a lease's ID. */
+START_TEST(test_encode_multi_id)
+{
+	struct store_change	ch = change(STORE_GRANT_PUT, "gpu");
+	char			sem[PROTO_NAME_MAX + 1], label[PROTO_LABEL_MAX + 1];
+	char			id[PROTO_ID_MAX + 1], want[1024];
+	uint32_t		multi;
+	char			did[PROTO_ID_MAX + 1];
+
+	ch.token = 12;
+	ch.n = 2;
+	ch.kind = STORE_KIND_LEASE;
+	ch.lease_ms = 30000;
+	ch.multi = 2;
+	ch.id = "job-7";
+	encode(&ch);
+	ck_assert_str_eq(cmds[0], "HSET semd:{gpu}:grants 12 n=2 kind=lease "
+	    "deadline_ms=+30000 name=- addr=- multi=2 id=job-7");
+	/* A single grant without an ID is written as before 1.1. */
+	ch.multi = 1;
+	ch.id = NULL;
+	encode(&ch);
+	ck_assert_str_eq(cmds[0], "HSET semd:{gpu}:grants 12 n=2 kind=lease "
+	    "deadline_ms=+30000 name=- addr=-");
+
+	/* The longest value fits whole. */
+	memset(sem, 's', PROTO_NAME_MAX);
+	sem[PROTO_NAME_MAX] = '\0';
+	memset(label, 'l', PROTO_LABEL_MAX);
+	label[PROTO_LABEL_MAX] = '\0';
+	memset(id, 'i', PROTO_ID_MAX);
+	id[PROTO_ID_MAX] = '\0';
+	ch = change(STORE_GRANT_PUT, sem);
+	ch.token = 18446744073709551615ull;
+	ch.n = 2147483647u;
+	ch.kind = STORE_KIND_LEASE;
+	ch.lease_ms = 2147483647u;
+	ch.holder_name = label;
+	ch.holder_addr = "[2001:db8:1234:5678:9abc:def0:1234:5678]:65535";
+	ch.multi = 16;
+	ch.id = id;
+	encode(&ch);
+	snprintf(want, sizeof(want), "HSET semd:{%s}:grants "
+	    "18446744073709551615 n=2147483647 kind=lease "
+	    "deadline_ms=+2147483647 name=%s "
+	    "addr=[2001:db8:1234:5678:9abc:def0:1234:5678]:65535 multi=16 "
+	    "id=%s", sem, label, id);
+	ck_assert_str_eq(cmds[0], want);
+	ck_assert_int_eq(store_decode_grant_set(want, strlen(want), &multi,
+	    did), 0);
+	ck_assert_uint_eq(multi, 16);
+	ck_assert_str_eq(did, id);
+}
+END_TEST
+
+START_TEST(test_decode_grant_set)
+{
+	static const char *const bad[] = {
+		"n=1 kind=lease deadline_ms=0 multi=1",
+		"n=1 kind=lease deadline_ms=0 multi=17",
+		"n=1 kind=lease deadline_ms=0 multi=",
+		"n=1 kind=lease deadline_ms=0 multi=x",
+		"n=1 kind=lease deadline_ms=0 id=",
+		"n=1 kind=lease deadline_ms=0 id=a@b",
+		"n=1 kind=lease deadline_ms=0 id=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",	/* 65 */
+	};
+	const char	*v;
+	uint32_t	 multi;
+	char		 id[PROTO_ID_MAX + 1];
+	size_t		 i;
+
+	/* Values of older semds: a single grant, no ID. */
+	v = "n=1 kind=lease deadline_ms=5 name=- addr=-";
+	ck_assert_int_eq(store_decode_grant_set(v, strlen(v), &multi, id), 0);
+	ck_assert_uint_eq(multi, 1);
+	ck_assert_str_eq(id, "");
+	v = "n=1 kind=conn deadline_ms=0 multi=3 id=a.b:c/d_e-f";
+	ck_assert_int_eq(store_decode_grant_set(v, strlen(v), &multi, id), 0);
+	ck_assert_uint_eq(multi, 3);
+	ck_assert_str_eq(id, "a.b:c/d_e-f");
+	/* Cut at len: the word after it is not read. */
+	ck_assert_int_eq(store_decode_grant_set(v, 27, &multi, id), 0);
+	ck_assert_uint_eq(multi, 1);
+	for (i = 0; i < nitems(bad); i++)
+		ck_assert_msg(store_decode_grant_set(bad[i], strlen(bad[i]),
+		    &multi, id) == -1, "\"%s\" accepted", bad[i]);
+}
+END_TEST
+
 START_TEST(test_encode_store_wide)
 {
 	struct store_change	ch = change(STORE_TOKENS, NULL);
@@ -628,6 +718,7 @@ store_model_suite(void)
 	tcase_add_test(tc, test_encode_grants);
 	tcase_add_test(tc, test_encode_long_names);
 	tcase_add_test(tc, test_encode_store_wide);
+	tcase_add_test(tc, test_encode_multi_id);
 	tcase_add_test(tc, test_fenced_call);
 	tcase_add_test(tc, test_batch_argv);
 	suite_add_tcase(s, tc);
@@ -637,6 +728,7 @@ store_model_suite(void)
 	tcase_add_test(tc, test_decode_grant);
 	tcase_add_test(tc, test_decode_grant_malformed);
 	tcase_add_test(tc, test_decode_grant_nul);
+	tcase_add_test(tc, test_decode_grant_set);
 	tcase_add_test(tc, test_decode_labels);
 	tcase_add_test(tc, test_encode_decode);
 	tcase_add_test(tc, test_parse_owner);

@@ -7,6 +7,14 @@
  *	semc_api auth PORT		semd --requirepass secret
  *	semc_api errors PORT FREEPORT	each outcome a real semd gives
  *	semc_api fake PORT		the scripted fake: codes, lost replies
+ *	semc_api fakeid PORT		the scripted fake: request ids, the
+ *					retry of a leased acquire whose reply
+ *					was lost, ACQUIREALL's request line
+ *	semc_api ids PORT		request ids and ACQUIREALL on semd
+ *					--semaphore a 1 --semaphore b 2
+ *	semc_api lostproxy PORT [MS]	a leased ACQUIRE a through a proxy
+ *					that loses the first reply (MS: its
+ *					failover_timeout_ms)
  *	semc_api keeper PORT		the lease keeper
  *	semc_api reattach PORT kept|lost   holds a bound permit across a
  *					semd restart the script does
@@ -33,7 +41,8 @@
  *
  *	semc_api follow LIST MS		two TRY jobs LEASE 60000 succeed
  *	semc_api giveup LIST MS		TRY gives SEMC_ERR_CONNECT
- *	semc_api lostreply LIST		TRY closes: SEMC_ERR_LOST, once
+ *	semc_api lostreply LIST		TRY closes (bound): SEMC_ERR_LOST,
+ *					once
  *	semc_api badlist LIST		every call: SEMC_ERR_INVAL
  *	semc_api failover LIST		holds a bound permit while the script
  *					kills the owner; "go" on stdin, then
@@ -393,14 +402,14 @@ scenario_fake(const char *port)
 		    codes[i].code);
 		expect(c, semc_info(c, sem, &info), codes[i].err, desc);
 	}
-	expect(c, semc_acquire(c, "closes", 1, SEMC_FOREVER, 60000, &t),
-	    SEMC_ERR_LOST, "ACQUIRE whose connection closes before the "
-	    "reply: permit possibly lost, not 'not granted'");
-	expect(c, semc_try(c, "closes", 1, 60000, &t), SEMC_ERR_LOST,
-	    "TRY likewise");
-	expect(c, semc_acquire(c, "silent", 1, 100, 60000, &t), SEMC_ERR_LOST,
-	    "ACQUIRE TIMEOUT 100 with no reply within 100 ms + the I/O "
-	    "timeout: LOST");
+	expect(c, semc_acquire(c, "closes", 1, SEMC_FOREVER, SEMC_BOUND, &t),
+	    SEMC_ERR_LOST, "a bound ACQUIRE whose connection closes before "
+	    "the reply: permit possibly lost, not 'not granted'");
+	expect(c, semc_try(c, "closes", 1, SEMC_BOUND, &t), SEMC_ERR_LOST,
+	    "a bound TRY likewise");
+	expect(c, semc_acquire(c, "silent", 1, 100, SEMC_BOUND, &t),
+	    SEMC_ERR_LOST, "a bound ACQUIRE TIMEOUT 100 with no reply within "
+	    "100 ms + the I/O timeout: LOST");
 	expect(c, semc_info(c, "closes", &info), SEMC_ERR_NOREPLY,
 	    "INFO whose reply is lost: outcome unknown");
 	expect(c, semc_info(c, "garbage", &info), SEMC_ERR_BADREPLY,
@@ -430,6 +439,220 @@ scenario_fake(const char *port)
 	expect(c, semc_info_all(c, "closes", &st, &n), SEMC_ERR_NOREPLY,
 	    "semc_info_all whose reply is lost: outcome unknown");
 	expect(c, semc_ping(c), SEMC_OK, "the handle reconnects afterwards");
+	semc_free(c);
+}
+
+/* semc_acquire_with's options with an id. */
+static struct semc_acquire_opts *
+with_id(struct semc_acquire_opts *o, const char *id)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->id = id;
+	return (o);
+}
+
+static void
+scenario_fakeid(const char *port)
+{
+	struct semc_opts	 opts = SEMC_OPTS_INIT;
+	struct semc_acquire_opts o;
+	struct semc_want	 w[SEMC_ACQUIRE_ALL_MAX + 1];
+	struct semc		*c;
+	char			 names[SEMC_ACQUIRE_ALL_MAX + 1][8];
+	uint64_t		 t = 0;
+	int64_t			 start;
+	size_t			 i;
+
+	opts.port = atoi(port);
+	opts.io_timeout_ms = 300;
+	opts.failover_timeout_ms = 1000;
+	if ((c = semc_new(&opts)) == NULL)
+		exit(1);
+	expect(c, semc_acquire(c, "lostonce", 2, 5000, 60000, &t), SEMC_OK,
+	    "a leased ACQUIRE whose reply was lost is sent again with its "
+	    "id, and its token learnt");
+	check(t == 42, "the token of the repeat (%llu)",
+	    (unsigned long long)t);
+	expect(c, semc_try(c, "lostonce", 1, 60000, &t), SEMC_OK,
+	    "a leased TRY likewise");
+	start = now_ms();
+	expect(c, semc_acquire(c, "closes", 1, SEMC_FOREVER, 60000, &t),
+	    SEMC_ERR_NOREPLY, "a leased ACQUIRE never answered: NOREPLY "
+	    "once the retries end, not LOST");
+	check(now_ms() - start >= 1000 && now_ms() - start < 8000,
+	    "the retries last failover_timeout_ms (%lld ms)",
+	    (long long)(now_ms() - start));
+	check(strstr(semc_errmsg(c), " ID ") != NULL,
+	    "the message names the id: %s", semc_errmsg(c));
+	expect(c, semc_acquire_with(c, "lostonce", 1, 400, 60000,
+	    with_id(&o, "job-7.run:1"), &t), SEMC_OK,
+	    "semc_acquire_with: the caller's id");
+	expect(c, semc_acquire_with(c, "any", 1, 100, SEMC_BOUND,
+	    with_id(&o, "x"), &t), SEMC_ERR_INVAL, "an id without a lease");
+	expect(c, semc_acquire_with(c, "any", 1, 100, 60000,
+	    with_id(&o, "a b"), &t), SEMC_ERR_INVAL, "an id with a blank");
+	expect(c, semc_acquire_with(c, "any", 1, 100, 60000,
+	    with_id(&o, "0123456789012345678901234567890123456789"
+	    "0123456789012345678901234"), &t), SEMC_ERR_INVAL,
+	    "an id of 65 bytes");
+	memset(&o, 0, sizeof(o));
+	expect(c, semc_acquire_with(c, "any", 1, 100, 60000, &o, &t),
+	    SEMC_ERR_INVAL, "struct semc_acquire_opts without its size");
+
+	w[0].sem = "ma";
+	w[0].n = 2;
+	w[1].sem = "mb";
+	w[1].n = 1;
+	expect(c, semc_acquire_all(c, w, 2, 500, 60000, NULL, &t), SEMC_OK,
+	    "semc_acquire_all sends ACQUIREALL");
+	check(t == 9, "its token (%llu)", (unsigned long long)t);
+	expect(c, semc_acquire_all(c, w, 2, SEMC_FOREVER, SEMC_BOUND, NULL,
+	    &t), SEMC_OK, "a bound ACQUIREALL, no TIMEOUT");
+	check(semc_bound_count(c) == 1, "a bound grant is one permit to "
+	    "re-attach (%zu)", semc_bound_count(c));
+	expect(c, semc_release(c, "mb", t), SEMC_OK, "released through its "
+	    "second semaphore");
+	check(semc_bound_count(c) == 0, "and forgotten (%zu)",
+	    semc_bound_count(c));
+	expect(c, semc_acquire_all(c, w, 1, 500, 60000, NULL, &t),
+	    SEMC_ERR_INVAL, "one semaphore is not ACQUIREALL");
+	w[1].sem = "ma";
+	expect(c, semc_acquire_all(c, w, 2, 500, 60000, NULL, &t),
+	    SEMC_ERR_INVAL, "a semaphore named twice");
+	for (i = 0; i <= SEMC_ACQUIRE_ALL_MAX; i++) {
+		snprintf(names[i], sizeof(names[i]), "m%zu", i);
+		w[i].sem = names[i];
+		w[i].n = 1;
+	}
+	expect(c, semc_acquire_all(c, w, SEMC_ACQUIRE_ALL_MAX + 1, 500, 60000,
+	    NULL, &t), SEMC_ERR_INVAL, "17 semaphores");
+	w[3].n = 0;
+	expect(c, semc_acquire_all(c, w, 4, 500, 60000, NULL, &t),
+	    SEMC_ERR_INVAL, "n 0");
+	w[3].n = 1;
+	w[3].sem = "bad name";
+	expect(c, semc_acquire_all(c, w, 4, 500, 60000, NULL, &t),
+	    SEMC_ERR_INVAL, "a name with a blank");
+	/* Last: what is learnt here lasts as long as the connection. */
+	expect(c, semc_acquire_with(c, "noid", 1, 100, 60000, NULL, &t),
+	    SEMC_OK, "a semd that refuses ID (1.0): the drawn id is left out");
+	check(t == 7, "and the token comes (%llu)", (unsigned long long)t);
+	expect(c, semc_acquire_with(c, "noid", 1, 100, 60000, NULL, &t),
+	    SEMC_OK, "the next acquire on that connection goes without one");
+	expect(c, semc_acquire_with(c, "noid", 1, 100, 60000,
+	    with_id(&o, "mine"), &t), SEMC_ERR_PROTO,
+	    "the caller's own id is never left out: ERR PROTO");
+	expect(c, semc_acquire(c, "closes", 1, SEMC_FOREVER, SEMC_BOUND, &t),
+	    SEMC_ERR_LOST, "a bound ACQUIRE whose reply is lost: LOST, as "
+	    "before");
+	semc_free(c);
+}
+
+/*
+ * Against semd --semaphore a 1 --semaphore b 2: ACQUIREALL takes both or
+ * neither; a repeated id answers the lease's token.
+ */
+static void
+scenario_ids(const char *port)
+{
+	struct semc		*c = handle(port, NULL, 5000);
+	struct semc		*c2 = handle(port, NULL, 5000);
+	struct semc_acquire_opts o;
+	struct semc_want	 ab[2] = { { "a", 1 }, { "b", 2 } };
+	struct semc_want	 ab1[2] = { { "b", 1 }, { "a", 1 } };
+	struct semc_info	 ia, ib;
+	struct semc_holder	*h;
+	struct semc_check	 chk;
+	uint64_t		 t, t2, tb;
+	size_t			 n;
+
+	if (!expect(c, semc_acquire_all(c, ab, 2, 1000, 60000, NULL, &t),
+	    SEMC_OK, "ACQUIREALL a 1 b 2, a lease"))
+		goto out;
+	expect(c, semc_info(c, "a", &ia), SEMC_OK, "INFO a");
+	expect(c, semc_info(c, "b", &ib), SEMC_OK, "INFO b");
+	check(ia.used == 1 && ib.used == 2, "both held (a used %llu, b used "
+	    "%llu)", (unsigned long long)ia.used, (unsigned long long)ib.used);
+	expect(c, semc_check(c, "b", t, &chk), SEMC_OK, "CHECK through b");
+	check(chk.n == 2 && chk.lease, "CHECK shows b's n (%u)", chk.n);
+	expect(c, semc_release(c, "b", t), SEMC_OK, "RELEASE through b");
+	expect(c, semc_info(c, "a", &ia), SEMC_OK, "INFO a");
+	check(ia.used == 0, "releases the whole grant (a used %llu)",
+	    (unsigned long long)ia.used);
+
+	/* Both or neither: b held by another, so a is not taken either. */
+	expect(c2, semc_acquire(c2, "b", 2, 1000, SEMC_BOUND, &tb), SEMC_OK,
+	    "another handle holds b 2");
+	expect(c, semc_acquire_all(c, ab1, 2, 0, 60000, NULL, &t),
+	    SEMC_TIMEOUT, "ACQUIREALL b 1 a 1 TIMEOUT 0: not granted");
+	expect(c, semc_info(c, "a", &ia), SEMC_OK, "INFO a");
+	check(ia.used == 0 && ia.waiters == 0, "nothing of a held or waited "
+	    "for (used %llu, waiters %llu)", (unsigned long long)ia.used,
+	    (unsigned long long)ia.waiters);
+	expect(c2, semc_release(c2, "b", tb), SEMC_OK, "b released");
+	expect(c, semc_acquire_all(c, ab1, 2, 1000, SEMC_BOUND, NULL, &t),
+	    SEMC_OK, "a bound ACQUIREALL");
+	check(semc_bound_count(c) == 1, "remembered once (%zu)",
+	    semc_bound_count(c));
+	expect(c, semc_release(c, "a", t), SEMC_OK, "released");
+
+	/* The same id again: the same token, one grant. */
+	expect(c, semc_acquire_with(c, "b", 1, 1000, 60000,
+	    with_id(&o, "job-42"), &t), SEMC_OK, "ACQUIRE b 1 LEASE ID job-42");
+	expect(c2, semc_acquire_with(c2, "b", 1, 1000, 60000,
+	    with_id(&o, "job-42"), &t2), SEMC_OK, "the same id, another "
+	    "connection");
+	check(t == t2, "the same token (%llu, %llu)", (unsigned long long)t,
+	    (unsigned long long)t2);
+	if (expect(c, semc_holders(c, "b", &h, &n), SEMC_OK, "HOLDERS b")) {
+		check(n == 1 && h[0].token == t && h[0].n == 1, "one grant "
+		    "(%zu)", n);
+		free(h);
+	}
+	expect(c2, semc_acquire_with(c2, "b", 2, 1000, 60000,
+	    with_id(&o, "job-42"), &t2), SEMC_ERR_EXISTS, "the same id with "
+	    "another n: ERR EXISTS");
+	expect(c, semc_release(c, "b", t), SEMC_OK, "released");
+	expect(c, semc_acquire_all(c, ab, 2, 1000, 60000,
+	    with_id(&o, "pair-1"), &t), SEMC_OK, "ACQUIREALL with an id");
+	ab1[0].n = 2;
+	expect(c2, semc_acquire_all(c2, ab1, 2, 1000, 60000,
+	    with_id(&o, "pair-1"), &t2), SEMC_OK, "repeated, in another "
+	    "order");
+	check(t == t2, "the same token (%llu, %llu)", (unsigned long long)t,
+	    (unsigned long long)t2);
+	ab1[0].n = 1;
+	expect(c2, semc_acquire_all(c2, ab1, 2, 1000, 60000,
+	    with_id(&o, "pair-1"), &t2), SEMC_ERR_EXISTS, "with another n: "
+	    "ERR EXISTS");
+	expect(c, semc_release(c, "a", t), SEMC_OK, "released");
+out:
+	semc_free(c);
+	semc_free(c2);
+}
+
+/*
+ * A leased ACQUIRE of a 1 through a proxy that loses its first reply:
+ * prints the token; the script checks semd granted one.
+ */
+static void
+scenario_lostproxy(const char *port, const char *failover_ms)
+{
+	struct semc_opts	 opts = SEMC_OPTS_INIT;
+	struct semc		*c;
+	uint64_t		 t;
+	int64_t			 start = now_ms();
+
+	opts.port = atoi(port);
+	opts.io_timeout_ms = 5000;
+	opts.failover_timeout_ms = failover_ms != NULL ? atoi(failover_ms) : 0;
+	if ((c = semc_new(&opts)) == NULL)
+		exit(1);
+	if (expect(c, semc_acquire(c, "a", 1, 5000, 60000, &t), SEMC_OK,
+	    "a leased ACQUIRE whose reply the proxy lost: the token"))
+		printf("token %llu\ntook_ms %lld\n", (unsigned long long)t,
+		    (long long)(now_ms() - start));
 	semc_free(c);
 }
 
@@ -661,8 +884,8 @@ scenario_lostreply(const char *hosts)
 	struct semc	*c = handle_list(hosts, "0");
 	uint64_t	 t;
 
-	expect(c, semc_try(c, "closes", 1, 60000, &t), SEMC_ERR_LOST,
-	    "a TRY whose reply was lost is LOST, not sent elsewhere");
+	expect(c, semc_try(c, "closes", 1, SEMC_BOUND, &t), SEMC_ERR_LOST,
+	    "a bound TRY whose reply was lost is LOST, not sent elsewhere");
 	semc_free(c);
 }
 
@@ -1204,6 +1427,12 @@ main(int argc, char **argv)
 		scenario_errors(argv[2], argv[3]);
 	else if (argc >= 3 && strcmp(argv[1], "fake") == 0)
 		scenario_fake(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "fakeid") == 0)
+		scenario_fakeid(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "ids") == 0)
+		scenario_ids(argv[2]);
+	else if (argc >= 3 && strcmp(argv[1], "lostproxy") == 0)
+		scenario_lostproxy(argv[2], argc >= 4 ? argv[3] : NULL);
 	else if (argc >= 3 && strcmp(argv[1], "keeper") == 0)
 		scenario_keeper(argv[2]);
 	else if (argc >= 4 && strcmp(argv[1], "reattach") == 0)

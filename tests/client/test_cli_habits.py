@@ -134,7 +134,12 @@ def test_protocol_words():
            "acquire timeout LEASE 5000: the first word is the name",
            (rc, out, err))
         rc, out, err = cli(p, "acquire", "jobs", "x", "--lease", "1")
-        eq(rc, 2, "a word that is no count: exit 2")
+        ok(rc == 3 and "ERR NOSEM" in err, "a word that is no count names "
+           "a second semaphore (ACQUIREALL): x is unknown, exit 3",
+           (rc, err))
+        rc, out, err = cli(p, "acquire", "timeout", "jobs", "--lease", "1")
+        ok(rc == 2 and "keyword" in err, "a keyword cannot be one of "
+           "several names: exit 2", (rc, err))
 
 
 def test_help():

@@ -353,6 +353,10 @@ on_event(void *ctx, const struct engine_event *ev)
 		w->queued = 0;
 		fz.stats.timeouts_total++;
 		break;
+	case ENGINE_EV_WAIT_REPLACED:
+		/* (tests/test_multi.c has IDs and multi-grants) */
+		CHECK(0, "a waiter replaced, though no request has an ID");
+		break;
 	}
 	msg = fake_check_sem(ev->sem);
 	CHECK(msg == NULL, msg);
@@ -543,6 +547,9 @@ op_acquire(int k, struct sem *s)
 		CHECK(s->queue != NULL || s->used + fz.op_n > s->capacity,
 		    "a TRY refused although it fits");
 		fz.stats.timeouts_total++;
+		break;
+	case ACQUIRE_REPEATED:
+		CHECK(0, "a repeat, though no request has an ID");
 		break;
 	}
 }

@@ -33,6 +33,7 @@ format_request(const struct proto_request *req, char *buf, size_t size)
 {
 	const char	*verb = proto_verb_name(req->verb);
 	int		 sl = (int)req->sem.len, al = (int)req->arg.len, n;
+	uint32_t	 i;
 
 	switch (req->verb) {
 	case VERB_AUTH:
@@ -59,6 +60,25 @@ format_request(const struct proto_request *req, char *buf, size_t size)
 		n = snprintf(buf, size, "%s %.*s %u", verb, sl, req->sem.p,
 		    req->n);
 		if (req->verb == VERB_ACQUIRE && req->timeout_ms >= 0)
+			n += snprintf(buf + n, size - (size_t)n, " timeout %lld",
+			    (long long)req->timeout_ms);
+		if (req->lease_ms >= 0)
+			n += snprintf(buf + n, size - (size_t)n, " LEASE %lld",
+			    (long long)req->lease_ms);
+		if (req->id.len > 0)
+			n += snprintf(buf + n, size - (size_t)n, " id %.*s",
+			    (int)req->id.len, req->id.p);
+		break;
+	case VERB_ACQUIREALL:
+		n = snprintf(buf, size, "%s", verb);
+		for (i = 0; i < req->nparts; i++)
+			n += snprintf(buf + n, size - (size_t)n, " %.*s %u",
+			    (int)req->parts[i].sem.len, req->parts[i].sem.p,
+			    req->parts[i].n);
+		if (req->id.len > 0)
+			n += snprintf(buf + n, size - (size_t)n, " ID %.*s",
+			    (int)req->id.len, req->id.p);
+		if (req->timeout_ms >= 0)
 			n += snprintf(buf + n, size - (size_t)n, " timeout %lld",
 			    (long long)req->timeout_ms);
 		if (req->lease_ms >= 0)
@@ -100,6 +120,8 @@ format_request(const struct proto_request *req, char *buf, size_t size)
 static void
 check_request(const struct proto_request *req, const char *line, size_t len)
 {
+	uint32_t	i, j;
+
 	CHECK(proto_verb_name(req->verb) != NULL, "a verb out of range");
 	switch (req->verb) {
 	case VERB_AUTH:
@@ -137,6 +159,29 @@ check_request(const struct proto_request *req, const char *line, size_t len)
 		    "TIMEOUT");
 		CHECK(req->lease_ms >= -1 && req->lease_ms <= PROTO_INT_MAX,
 		    "LEASE");
+		CHECK(req->id.len == 0 || (req->lease_ms >= 0 &&
+		    word_inside(&req->id, line, len) &&
+		    proto_valid_id(req->id.p, req->id.len)), "ID");
+		CHECK(req->nparts == 1 && req->parts[0].n == req->n,
+		    "an ACQUIRE's one part");
+		break;
+	case VERB_ACQUIREALL:
+		CHECK(req->nparts >= PROTO_MULTI_MIN &&
+		    req->nparts <= PROTO_MULTI_MAX, "ACQUIREALL's count");
+		for (i = 0; i < req->nparts; i++) {
+			CHECK(word_inside(&req->parts[i].sem, line, len) &&
+			    proto_valid_name(req->parts[i].sem.p,
+			    req->parts[i].sem.len), "a part's name");
+			CHECK(req->parts[i].n >= 1 &&
+			    req->parts[i].n <= PROTO_INT_MAX, "a part's n");
+			for (j = 0; j < i; j++)
+				CHECK(req->parts[j].sem.len !=
+				    req->parts[i].sem.len || memcmp(
+				    req->parts[j].sem.p, req->parts[i].sem.p,
+				    req->parts[i].sem.len) != 0,
+				    "a semaphore twice");
+		}
+		CHECK(req->id.len == 0 || req->lease_ms >= 0, "ID w/o LEASE");
 		break;
 	case VERB_REFRESH:
 		CHECK(req->ms <= PROTO_INT_MAX, "REFRESH's ms");
@@ -153,6 +198,8 @@ check_request(const struct proto_request *req, const char *line, size_t len)
 static void
 check_same(const struct proto_request *a, const struct proto_request *b)
 {
+	uint32_t	i;
+
 	CHECK(a->verb == b->verb && a->n == b->n &&
 	    a->capacity == b->capacity && a->timeout_ms == b->timeout_ms &&
 	    a->lease_ms == b->lease_ms && a->token == b->token &&
@@ -164,6 +211,17 @@ check_same(const struct proto_request *a, const struct proto_request *b)
 	CHECK(a->arg.len == b->arg.len &&
 	    (a->arg.len == 0 || memcmp(a->arg.p, b->arg.p, a->arg.len) == 0),
 	    "a canonical request has another argument");
+	CHECK(a->id.len == b->id.len &&
+	    (a->id.len == 0 || memcmp(a->id.p, b->id.p, a->id.len) == 0),
+	    "a canonical request has another ID");
+	if (a->verb == VERB_ACQUIREALL) {
+		CHECK(a->nparts == b->nparts, "another count of semaphores");
+		for (i = 0; i < a->nparts; i++)
+			CHECK(a->parts[i].n == b->parts[i].n &&
+			    a->parts[i].sem.len == b->parts[i].sem.len &&
+			    memcmp(a->parts[i].sem.p, b->parts[i].sem.p,
+			    a->parts[i].sem.len) == 0, "another part");
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

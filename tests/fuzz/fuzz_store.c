@@ -108,7 +108,14 @@ check_grant(const struct store_model *m, const char *s, size_t len)
 	uint64_t		deadline = 0;
 	char			name[PROTO_LABEL_MAX + 1];
 	char			addr[STORE_HOLDER_ADDR_MAX];
+	uint32_t		multi;
+	char			id[PROTO_ID_MAX + 1];
 
+	if (store_decode_grant_set(s, len, &multi, id) == 0) {
+		CHECK(multi >= 1 && multi <= PROTO_MULTI_MAX, "multi range");
+		CHECK(id[0] == '\0' || proto_valid_id(id, strlen(id)),
+		    "an invalid request id");
+	}
 	if (store_decode_grant(s, len, &n, &kind, &deadline, name, addr) != 0)
 		return;
 	CHECK(n >= 1 && n <= PROTO_INT_MAX, "n out of range");

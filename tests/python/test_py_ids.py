@@ -229,6 +229,11 @@ class Sync(unittest.TestCase):
                 # The same id; the TIMEOUT cut to what was left of it.
                 self.assertEqual(sent[0].split(" ID ")[1],
                                  sent[1].split(" ID ")[1])
+                if multi:
+                    waits = [int(x.split(" TIMEOUT ")[1].split()[0])
+                             for x in sent]
+                    self.assertEqual(waits[0], 30000)
+                    self.assertLessEqual(waits[1], 30000)
                 rows = self.c.holders("a")
                 self.assertEqual([r["token"] for r in rows], [str(p.token)])
                 p.release()

@@ -24,7 +24,8 @@
 // semaphores as one lease, all or none, without deadlock between callers
 // that name them in different orders:
 //
-//	p, err := client.AcquireAll(ctx, []semd.Part{{"gpu", 1}, {"db", 2}},
+//	p, err := client.AcquireAll(ctx,
+//		[]semd.Part{{Name: "gpu", N: 1}, {Name: "db", N: 2}},
 //		semd.AcquireOptions{Lease: 10 * time.Minute})
 //
 // Every leased acquire carries a request id (AcquireOptions.ID, else a

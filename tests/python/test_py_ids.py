@@ -32,9 +32,10 @@ class LossyProxy:
     that carry an ID: the request reaches semd, its reply is read and
     both connections are closed, as a network failure after sending."""
 
-    def __init__(self, port, drops=1):
+    def __init__(self, port, drops=1, on_lose=None):
         self.port = port
         self.drops = drops
+        self.on_lose = on_lose      # called before the client's close
         self.lost = 0
         self.lines = []
         self.lock = threading.Lock()
@@ -79,6 +80,8 @@ class LossyProxy:
                 if state["dropping"]:
                     with self.lock:
                         self.lost += 1
+                    if self.on_lose is not None:
+                        self.on_lose()
                     break
                 cl.sendall(raw)
         except OSError:

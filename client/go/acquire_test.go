@@ -24,6 +24,9 @@ type lossyProxy struct {
 	lost  atomic.Int32
 	mu    sync.Mutex
 	lines []string // requests seen, in order
+	// onLose, if set, runs when a reply has been read and before the
+	// client's connection is closed.
+	onLose func()
 }
 
 func startLossyProxy(t *testing.T, upstream string, drops int32) *lossyProxy {
@@ -71,6 +74,9 @@ func (p *lossyProxy) serve(cl net.Conn) {
 			}
 			if dropping.Load() {
 				p.lost.Add(1)
+				if p.onLose != nil {
+					p.onLose()
+				}
 				cl.Close()
 				up.Close()
 				return
@@ -372,5 +378,66 @@ func TestIDOldSemdAndRetryBound(t *testing.T) {
 	}
 	if n := f.count("ACQUIRE gone "); n < 3 {
 		t.Fatalf("a lost reply sent %d times in %v, want retries", n, time.Since(start))
+	}
+}
+
+// A leased AcquireAll whose reply was lost just before a kill -9 of a
+// persistent semd is sent again after the restart with its id, and gets
+// the same token: one grant on each semaphore.
+func TestLostReplyAcrossRestart(t *testing.T) {
+	r := startRedis(t)
+	d := startSemd(t, "--redis", r.addr(), "--owner-lease", "1s")
+	check := dial(t, Options{Addrs: []string{d.addr()}})
+	weighted(t, check, "gpu", 1)
+	weighted(t, check, "db", 2)
+	px := startLossyProxy(t, d.addr(), 1)
+	lost, resume := make(chan struct{}), make(chan struct{})
+	// The proxy has read the reply (sync mode: Redis has the grant); the
+	// restart runs in the test's goroutine, then the client's
+	// connection is closed.
+	px.onLose = func() {
+		close(lost)
+		<-resume
+	}
+	c := dial(t, Options{Addrs: []string{px.addr()}, FailoverTimeout: 20 * time.Second})
+	type result struct {
+		p   *Permit
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := c.AcquireAll(bg(t), []Part{{"gpu", 1}, {"db", 2}}, AcquireOptions{Lease: 30 * time.Second})
+		done <- result{p, err}
+	}()
+	select {
+	case <-lost:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the proxy saw no reply to lose")
+	}
+	d.kill9()
+	d.restart()
+	close(resume)
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("AcquireAll across the restart: %v", res.err)
+	}
+	var ids []string
+	for _, l := range px.seen() {
+		if strings.HasPrefix(l, "ACQUIREALL") {
+			ids = append(ids, l[strings.Index(l, " ID "):])
+		}
+	}
+	if len(ids) < 2 || ids[0] != ids[len(ids)-1] {
+		t.Fatalf("ACQUIREALL ids sent %q, want one id sent again", ids)
+	}
+	check = dial(t, Options{Addrs: []string{d.addr()}})
+	for _, sem := range []string{"gpu", "db"} {
+		rows := holders(t, check, sem)
+		if len(rows) != 1 || rows[0]["token"] != fmt.Sprint(res.p.Token()) {
+			t.Fatalf("HOLDERS %s after the restart: %v, want only token %d", sem, rows, res.p.Token())
+		}
+	}
+	if err := res.p.Release(); err != nil {
+		t.Fatal(err)
 	}
 }

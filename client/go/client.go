@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -83,6 +84,8 @@ type Client struct {
 	seenStandby bool
 
 	shared *session
+
+	idsRefused atomic.Bool // a semd before 1.1 refused ID: draw none
 
 	pmu    sync.Mutex
 	pool   []*session

@@ -20,12 +20,23 @@
 // Permits acquired with Acquire and TryAcquire are bound to a connection:
 // if the process dies, semd releases them. AcquireLease takes a lease
 // instead, which outlives the process; its Permit has a fencing token and
-// a Lost channel fed by semd's WATCH.
+// a Lost channel fed by semd's WATCH. Client.AcquireAll takes several
+// semaphores as one lease, all or none, without deadlock between callers
+// that name them in different orders:
+//
+//	p, err := client.AcquireAll(ctx,
+//		[]semd.Part{{Name: "gpu", N: 1}, {Name: "db", N: 2}},
+//		semd.AcquireOptions{Lease: 10 * time.Minute})
+//
+// Every leased acquire carries a request id (AcquireOptions.ID, else a
+// drawn one), so a lease whose reply was lost is asked again on a new
+// connection and answered with its token, instead of being leaked.
 //
 // The client follows libsemc(3): a list of addresses with the owner found
 // among them (ERR STANDBY owner=..., lost connections, capped backoff),
 // AUTH and NAME on every connection, bound permits re-ATTACHed after a
 // reconnect (those semd will not give back go to Options.OnLost), and a
 // request whose reply was lost never sent again (ErrNoReply, or ErrLost
-// for an acquire). The README's section "From Go" says more.
+// for a bound acquire) but for a leased acquire, sent again with its id.
+// The README's section "From Go" says more.
 package semd

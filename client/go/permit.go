@@ -28,6 +28,7 @@ type Permit struct {
 	token  uint64
 	n      int64
 	leaseD time.Duration
+	parts  []Part // every semaphore of the grant (one, or AcquireAll's)
 
 	lostCh   chan struct{}
 	lostOnce sync.Once
@@ -42,54 +43,34 @@ type Permit struct {
 // AcquireLease acquires n permits as a lease of the given length (at
 // least 1 ms), blocking until granted or ctx is done. The lease outlives
 // the connection and the process; a keeper refreshes it until Release.
-// A lease granted just as ctx ended is released again. ErrLost: the reply
-// was lost, and a lease may be held until it runs out.
+// A lease granted just as ctx ended is released again. The request
+// carries a drawn request id, so a lost reply is asked again on a new
+// connection and answered with the same token (see AcquireAll); ErrLost
+// only when that failed for FailoverTimeout.
 func (w *Weighted) AcquireLease(ctx context.Context, n int64, lease time.Duration) (*Permit, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ms := lease.Milliseconds()
-	if ms < 1 || ms > maxN {
-		return nil, fmt.Errorf("semd: lease %v out of range 1ms to %d ms", lease, int64(maxN))
-	}
-	if n < 1 || n > maxN {
-		return nil, fmt.Errorf("semd: n %d out of range 1 to %d", n, int64(maxN))
-	}
-	s, err := w.c.takeSession()
-	if err != nil {
-		return nil, err
-	}
-	r, late, err := s.wait(ctx, fmt.Sprintf("ACQUIRE %s %d LEASE %d", w.name, n, ms))
-	w.c.putSession(s)
-	if err != nil {
-		if tok, terr := tokenOf(late); late.line != "" && terr == nil {
-			// Granted as ctx ended: a lease outlives the closed
-			// connection, so give it back.
-			w.c.shared.call(context.Background(), fmt.Sprintf("RELEASE %s %d", w.name, tok), false)
-		}
-		if errors.Is(err, errReplyLost) {
-			return nil, ErrLost
-		}
-		return nil, err
-	}
-	tok, err := tokenOf(r)
-	if err != nil {
-		return nil, err
-	}
-	p := &Permit{c: w.c, sem: w.name, token: tok, n: n, leaseD: time.Duration(ms) * time.Millisecond,
-		lostCh: make(chan struct{}), stop: make(chan struct{})}
+	return w.AcquireLeaseWith(ctx, n, AcquireOptions{Lease: lease})
+}
+
+// newPermit holds a granted lease (of every part, under one token) and
+// starts its keeper and watcher; either semaphore names the whole grant.
+func newPermit(c *Client, parts []Part, token uint64, lease time.Duration) *Permit {
+	p := &Permit{c: c, sem: parts[0].Name, token: token, n: parts[0].N, leaseD: lease,
+		parts: append([]Part(nil), parts...), lostCh: make(chan struct{}), stop: make(chan struct{})}
 	p.wg.Add(2)
 	go p.keep()
 	go p.watch()
-	return p, nil
+	return p
 }
 
 // Token is the grant's fencing token: unique and increasing for the
 // semaphore, across restarts. Pass it to the resource the permit guards.
 func (p *Permit) Token() uint64 { return p.token }
 
-// N is the number of permits held.
+// N is the number of permits held (of the first semaphore, for AcquireAll).
 func (p *Permit) N() int64 { return p.n }
+
+// Parts are the semaphores the grant holds and how many of each.
+func (p *Permit) Parts() []Part { return append([]Part(nil), p.parts...) }
 
 // Lost is closed when the lease is lost: revoked, expired, released by
 // someone else, or not refreshed in time. The holder must stop.

@@ -4,7 +4,9 @@
 standby: the bound permit is re-ATTACHed by the client's keeper with no
 call from the holder (HOLDERS shows it owned again, permit.lost stays
 clear), a lease stays held and refreshed, a client given the standby's
-address first follows ERR STANDBY owner= to the owner."""
+address first follows ERR STANDBY owner= to the owner. A leased
+acquire_all whose reply was lost just before a kill -9 is sent again
+after the restart with its id and learns the same token."""
 
 import time
 import unittest
@@ -14,6 +16,7 @@ import semd
 from redistest import (require_redis, role_of, start_redis,
                        start_semd_redis, wait_role)
 from semdtest import note, wait_until
+from test_py_ids import LossyProxy
 
 BOUND = 20.0
 GRACE = "10s"           # reclaim-grace: the default
@@ -46,6 +49,38 @@ class Persistent(unittest.TestCase):
             require_redis()
         except RuntimeError as e:
             self.fail(str(e))
+
+    def test_lost_reply_across_restart(self):
+        with start_redis() as r:
+            p = start_semd_redis(r, "--semaphore", "gpu", "1",
+                                 "--semaphore", "db", "2", "--owner-lease",
+                                 "1s", grace=GRACE)
+            # The reply is read by the proxy (sync mode: Redis has the
+            # grant), semd is killed and restarted, then the client's
+            # connection closes: it asks again after the restart.
+            proxy = LossyProxy(p.port, on_lose=p.restart)
+            c = semd.Client(proxy.addr, failover_timeout=BOUND)
+            try:
+                job = c.acquire_all({"gpu": 1, "db": 2}, timeout=BOUND,
+                                    lease=30)
+                self.assertEqual(proxy.lost, 1)
+                self.assertEqual(p.restarts, 1)
+                sent = [x for x in proxy.lines
+                        if x.startswith("ACQUIREALL")]
+                self.assertGreaterEqual(len(sent), 2, sent)
+                self.assertEqual(len({x.split(" ID ")[1] for x in sent}),
+                                 1, "one id throughout")
+                other = semd.Client("127.0.0.1:%d" % p.port)
+                for sem in ("gpu", "db"):
+                    rows = other.holders(sem)
+                    self.assertEqual([h["token"] for h in rows],
+                                     [str(job.token)], sem)
+                job.release()
+                self.assertEqual(other.info("db")["used"], "0")
+                other.close()
+            finally:
+                c.close()
+                proxy.close()
 
     def test_kill9_restart_reattaches(self):
         with start_redis() as r:

@@ -23,9 +23,11 @@ from . import protocol
 from .aio_connection import AsyncConnection
 from .client import (DEFAULT_CONNECT_TIMEOUT, DEFAULT_FAILOVER_TIMEOUT,
                      DEFAULT_IO_TIMEOUT, ClientSettings)
-from .errors import NotGranted, NotHeld, PermitLost, ReplyLost, SemdError
+from .errors import (ConnectFailed, NotGranted, NotHeld, PermitLost,
+                     ReplyLost, SemdError)
 from .hosts import Search
 from .protocol import Duration
+from .request import AcquireRequest, LostReplyRetry, Parts, check_parts
 
 T = TypeVar("T")
 
@@ -48,6 +50,8 @@ class AsyncPermit:
         self.lease_ms = lease_ms
         self.lease: Optional[float] = None if lease_ms is None \
             else lease_ms / 1000.0
+        #: every semaphore of the grant and its n (see semd.Permit)
+        self.parts: Dict[str, int] = {sem: n}
         self.lost = asyncio.Event()
         self.lost_reason: Optional[str] = None
         self.released = False
@@ -175,35 +179,56 @@ class AsyncClient(ClientSettings):
 
     def acquire(self, name: str, n: int = 1,
                 timeout: Optional[Duration] = None,
-                lease: Optional[Duration] = None) -> _Acquiring:
+                lease: Optional[Duration] = None, *,
+                id: Optional[str] = None) -> _Acquiring:
         """As Client.acquire; await it, or ``async with`` it."""
-        timeout_ms = None if timeout is None else \
-            protocol.to_ms(timeout, "timeout")
-        lease_ms = None if lease is None else \
-            protocol.to_ms(lease, "lease", 1)
-        line = protocol.acquire_line(name, n, timeout_ms, lease_ms)
-        return _Acquiring(self._acquire(line, name, n, timeout_ms,
-                                        lease_ms))
+        return _Acquiring(self._acquire(self._request({name: n}, False,
+                                                      timeout, lease, id)))
 
-    async def _acquire(self, line: str, name: str, n: int,
-                       timeout_ms: Optional[int],
-                       lease_ms: Optional[int]) -> AsyncPermit:
-        wait = None if timeout_ms is None else timeout_ms / 1000.0
-        conn = self._take()
+    def acquire_all(self, parts: Parts,
+                    timeout: Optional[Duration] = None,
+                    lease: Optional[Duration] = None, *,
+                    id: Optional[str] = None) -> _Acquiring:
+        """As Client.acquire_all; await it, or ``async with`` it."""
+        return _Acquiring(self._acquire(self._request(
+            check_parts(parts), True, timeout, lease, id)))
+
+    async def _acquire(self, req: AcquireRequest) -> AsyncPermit:
+        retry = LostReplyRetry(self._failover)
         sent_at = time.monotonic()
-        try:
-            reply = await conn.call(line, wait, acquire=True)
-        except BaseException:
-            # Cancelled while waiting: the connection is closed (semd
-            # drops the waiter) and is not reused until reopened.
-            self._give(conn)
-            raise
+        while True:
+            with_id = self._with_id(req)
+            timeout_ms = req.timeout_left(retry.lost_at is not None)
+            wait = None if timeout_ms is None else timeout_ms / 1000.0
+            conn = self._take()
+            try:
+                reply = await conn.call(req.line(timeout_ms, with_id), wait,
+                                        acquire=True)
+            except (ReplyLost, ConnectFailed) as e:
+                self._give(conn)
+                pause = self._retry_pause(req, with_id, retry, e)
+                if pause is None:
+                    raise
+                await asyncio.sleep(pause)
+                continue
+            except BaseException:
+                # Cancelled while waiting: the connection is closed (semd
+                # drops the waiter) and is not reused until reopened.
+                self._give(conn)
+                raise
+            if self._id_refused(req, with_id, retry, reply):
+                self._give(conn)
+                continue
+            break
+        name, n = req.first
+        lease_ms = req.lease_ms
         if reply.kind != "OK":
             self._give(conn)
             raise reply.error()
         token = protocol.parse_token(reply)
         permit = AsyncPermit(self, name, n, token, lease_ms,
                              conn if lease_ms is None else None, sent_at)
+        permit.parts = dict(req.parts)
         if lease_ms is None:
             conn.bound.append(permit)
         else:
@@ -216,10 +241,11 @@ class AsyncClient(ClientSettings):
         return permit
 
     async def try_acquire(self, name: str, n: int = 1,
-                          lease: Optional[Duration] = None) -> \
+                          lease: Optional[Duration] = None, *,
+                          id: Optional[str] = None) -> \
             Optional[AsyncPermit]:
         try:
-            return await self.acquire(name, n, 0, lease)
+            return await self.acquire(name, n, 0, lease, id=id)
         except NotGranted:
             return None
 

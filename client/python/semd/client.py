@@ -20,11 +20,13 @@ from typing import (Any, Callable, Dict, List, Optional, Sequence, Set,
 
 from . import protocol
 from .connection import Connection
-from .errors import NotGranted, NotHeld, ReplyLost, SemdError
+from .errors import (AcquireLost, ConnectFailed, NotGranted, NotHeld,
+                     ReplyLost, SemdError)
 from .hosts import Addresses, Search
 from .keeper import Keeper
 from .permit import Permit
 from .protocol import Duration
+from .request import AcquireRequest, LostReplyRetry, Parts, check_parts
 
 T = TypeVar("T")
 
@@ -51,6 +53,51 @@ class ClientSettings:
             connect_timeout, "connect_timeout", 1) / 1000.0
         self._io_timeout = protocol.to_ms(io_timeout, "io_timeout",
                                           1) / 1000.0
+        self._ids_refused = False   # a semd before 1.1 refused ID
+
+    def _request(self, parts: Dict[str, int], multi: bool,
+                 timeout: Optional[Duration], lease: Optional[Duration],
+                 request_id: Optional[str]) -> AcquireRequest:
+        """An acquire checked, its durations in ms, its id settled."""
+        for name, n in parts.items():
+            protocol.check_name(name)
+            protocol.check_count(n)
+        timeout_ms = None if timeout is None else \
+            protocol.to_ms(timeout, "timeout")
+        lease_ms = None if lease is None else \
+            protocol.to_ms(lease, "lease", 1)
+        return AcquireRequest(parts, multi, timeout_ms, lease_ms, request_id)
+
+    def _with_id(self, req: AcquireRequest) -> bool:
+        """Send the id? Not a drawn one to a semd that refused ids."""
+        return req.id is not None and not (req.drawn and self._ids_refused)
+
+    def _id_refused(self, req: AcquireRequest, with_id: bool,
+                    retry: LostReplyRetry, reply: protocol.Reply) -> bool:
+        """A semd before 1.1 answers ERR PROTO to ID: a drawn id goes
+        (for every later acquire too) and the request is sent again."""
+        if reply.kind == "ERR" and reply.code == "PROTO" and with_id and \
+                req.drawn and not req.multi and retry.lost_at is None:
+            self._ids_refused = True
+            return True
+        return False
+
+    def _retry_pause(self, req: AcquireRequest, with_id: bool,
+                     retry: LostReplyRetry, err: SemdError) -> \
+            Optional[float]:
+        """A leased acquire whose reply was lost (or, after that, could
+        not be sent again) is sent again with its id: the pause first.
+        None: not to be retried (the caller raises err); AcquireLost once
+        failover_timeout has passed since the loss."""
+        lost = isinstance(err, ReplyLost) or \
+            (retry.lost_at is not None and isinstance(err, ConnectFailed))
+        if not (lost and with_id) or req.id is None:
+            return None
+        pause = retry.next_pause()
+        if pause is None:
+            raise AcquireLost("%s; last: %s" % (retry.give_up_text(req.id),
+                                                err)) from err
+        return pause
 
 class Client(ClientSettings):
     """A client of semd (or of an owner and its standbys).
@@ -131,31 +178,68 @@ class Client(ClientSettings):
 
     def acquire(self, name: str, n: int = 1,
                 timeout: Optional[Duration] = None,
-                lease: Optional[Duration] = None) -> Permit:
+                lease: Optional[Duration] = None, *,
+                id: Optional[str] = None) -> Permit:
         """Wait for n permits of semaphore name, in FIFO order; timeout
         None waits for ever, 0 does not wait. Without lease the permit is
         bound to its connection (released by semd if this process dies);
         with lease it outlives the connection and is refreshed in the
-        background while held. Raises NotGranted when the wait ends,
-        NoSuchSemaphore, TooLarge (n over the capacity), Unavailable,
-        AcquireLost (a permit may have been granted and lost)."""
-        timeout_ms = None if timeout is None else \
-            protocol.to_ms(timeout, "timeout")
-        lease_ms = None if lease is None else \
-            protocol.to_ms(lease, "lease", 1)
-        line = protocol.acquire_line(name, n, timeout_ms, lease_ms)
-        wait = None if timeout_ms is None else timeout_ms / 1000.0
-        conn = self._take()
+        background while held. A leased acquire carries a request id (id,
+        else 128 random bits): a repeat with the same id while the lease
+        is held answers its token and grants nothing, and a reply lost
+        on the way is asked again with it on a new connection (for
+        failover_timeout), so the lease is not leaked. Raises NotGranted
+        when the wait ends, NoSuchSemaphore, TooLarge (n over the
+        capacity), AlreadyExists (the id held with another n),
+        Unavailable, AcquireLost (a permit may have been granted and
+        lost)."""
+        return self._acquire(self._request({name: n}, False, timeout,
+                                           lease, id))
+
+    def acquire_all(self, parts: Parts,
+                    timeout: Optional[Duration] = None,
+                    lease: Optional[Duration] = None, *,
+                    id: Optional[str] = None) -> Permit:
+        """``ACQUIREALL``: n of each of 2 to 16 semaphores ({name: n} or
+        (name, n) pairs), all or none, as one grant under one token.
+        Waits in every queue at once: two callers naming them in
+        opposite orders never deadlock. timeout, lease and id as in
+        acquire; permit.parts lists them; release() frees all."""
+        return self._acquire(self._request(check_parts(parts), True,
+                                           timeout, lease, id))
+
+    def _acquire(self, req: AcquireRequest) -> Permit:
+        """Send req (again after a lost reply) and hold its permit."""
+        retry = LostReplyRetry(self._failover)
         sent_at = time.monotonic()
-        try:
-            reply = conn.call(line, wait, acquire=True)
-        except BaseException:
-            self._give(conn)
-            raise
+        while True:
+            with_id = self._with_id(req)
+            timeout_ms = req.timeout_left(retry.lost_at is not None)
+            wait = None if timeout_ms is None else timeout_ms / 1000.0
+            conn = self._take()
+            try:
+                reply = conn.call(req.line(timeout_ms, with_id), wait,
+                                  acquire=True)
+            except (ReplyLost, ConnectFailed) as e:
+                self._give(conn)
+                pause = self._retry_pause(req, with_id, retry, e)
+                if pause is None:
+                    raise
+                time.sleep(pause)
+                continue
+            except BaseException:
+                self._give(conn)
+                raise
+            if self._id_refused(req, with_id, retry, reply):
+                self._give(conn)
+                continue
+            break
         if reply.kind != "OK":
             self._give(conn)
             raise reply.error()
         token = protocol.parse_token(reply)
+        name, n = req.first
+        lease_ms = req.lease_ms
         if lease_ms is None:
             permit = Permit(self, name, n, token, None, conn, sent_at)
             conn.bound.append(permit)
@@ -164,15 +248,17 @@ class Client(ClientSettings):
         else:
             permit = Permit(self, name, n, token, lease_ms, None, sent_at)
             self._give(conn)
+        permit.parts = dict(req.parts)
         self._keeper_for().add(permit)
         return permit
 
     def try_acquire(self, name: str, n: int = 1,
-                    lease: Optional[Duration] = None) -> Optional[Permit]:
+                    lease: Optional[Duration] = None, *,
+                    id: Optional[str] = None) -> Optional[Permit]:
         """``TRY``: a Permit if n are free now (and nobody waits), else
         None."""
         try:
-            return self.acquire(name, n, 0, lease)
+            return self.acquire(name, n, 0, lease, id=id)
         except NotGranted:
             return None
 

@@ -35,6 +35,9 @@ class Permit:
         self.lease_ms = lease_ms
         self.lease: Optional[float] = None if lease_ms is None \
             else lease_ms / 1000.0
+        #: every semaphore of the grant and its n (acquire_all: several;
+        #: sem and n are the first, and name the whole grant)
+        self.parts: Dict[str, int] = {sem: n}
         self.lost = threading.Event()
         self.lost_reason: Optional[str] = None
         self.released = False

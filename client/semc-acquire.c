@@ -36,16 +36,6 @@ struct semc_acq {
 	int			 drawn;		/* id drawn here, not given */
 };
 
-static enum semc_err
-semc_acq_check_int(struct semc *c, const char *what, int64_t v, int64_t min)
-{
-	if (v < min || v > (int64_t)PROTO_INT_MAX)
-		return (semc_seterr(c, SEMC_ERR_INVAL, "%s %lld out of range "
-		    "%lld..%u", what, (long long)v, (long long)min,
-		    PROTO_INT_MAX));
-	return (SEMC_OK);
-}
-
 /*
  * The caller's opts into *out, as semc_new takes struct semc_opts: the
  * first size bytes, the rest 0; SEMC_ERR_INVAL for a struct without its
@@ -127,7 +117,7 @@ semc_acq_prepare(struct semc *c, struct semc_acq *q,
 			    "semaphore name '%.64s' (1 to %d bytes of A-Z a-z "
 			    "0-9 _ . : / -)", q->want[i].sem != NULL ?
 			    q->want[i].sem : "(null)", SEMC_NAME_MAX));
-		if ((err = semc_acq_check_int(c, "n", q->want[i].n, 1)) !=
+		if ((err = semc_check_int(c, "n", q->want[i].n, 1)) !=
 		    SEMC_OK)
 			return (err);
 		for (j = 0; j < i; j++) {
@@ -137,9 +127,9 @@ semc_acq_prepare(struct semc *c, struct semc_acq *q,
 				    q->want[i].sem));
 		}
 	}
-	if ((err = semc_acq_check_int(c, "timeout_ms", q->timeout_ms, -1)) !=
+	if ((err = semc_check_int(c, "timeout_ms", q->timeout_ms, -1)) !=
 	    SEMC_OK ||
-	    (err = semc_acq_check_int(c, "lease_ms", q->lease_ms, -1)) !=
+	    (err = semc_check_int(c, "lease_ms", q->lease_ms, -1)) !=
 	    SEMC_OK)
 		return (err);
 	if (opts.id != NULL) {

@@ -24,7 +24,8 @@ semc_check_name(struct semc *c, const char *sem)
 	return (SEMC_OK);
 }
 
-static enum semc_err
+/* v in min..PROTO_INT_MAX, or SEMC_ERR_INVAL naming what. */
+enum semc_err
 semc_check_int(struct semc *c, const char *what, int64_t v, int64_t min)
 {
 	if (v < min || v > (int64_t)PROTO_INT_MAX)

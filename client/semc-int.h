@@ -166,6 +166,10 @@ enum semc_err	 semc_search_again(struct semc *c, struct semc_search *s,
 void		 semc_failover_standby(struct semc *c,
 		    const struct proto_reply *reply);
 
+/* semc-cmd.c: an integer argument in min..PROTO_INT_MAX. */
+enum semc_err	 semc_check_int(struct semc *, const char *, int64_t,
+		    int64_t);
+
 /* semc-cmd.c: the reason word of WATCH's "OK <reason>". */
 enum semc_watch_reason semc_watch_reason_of(const struct proto_reply *reply);
 

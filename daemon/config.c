@@ -47,9 +47,6 @@ enum config_type {
 	CONF_FACILITY	/* a syslog facility */
 };
 
-/* persistence left unset: none without redis, sync with it. */
-#define PERSIST_UNSET	(-1)
-
 static const char *const persist_mode_names[] = { "none", "sync", "async" };
 
 struct config_directive {
@@ -588,16 +585,6 @@ config_absolute(char **path, char *err, size_t errlen)
 	return (0);
 }
 
-/* redis into redis_addr (redis-addr.c), for the store to connect with. */
-static int
-config_redis_addr(struct config *cfg, char *err, size_t errlen)
-{
-	redis_addr_free(&cfg->redis_addr);
-	if (cfg->redis == NULL)
-		return (0);
-	return (redis_addr_parse(cfg->redis, &cfg->redis_addr, err, errlen));
-}
-
 /* Checks that span directives, once everything is read. */
 static int
 config_finish(struct config *cfg, char *err, size_t errlen)
@@ -628,52 +615,8 @@ config_finish(struct config *cfg, char *err, size_t errlen)
 	    config_absolute(&cfg->pidfile, err, errlen) != 0 ||
 	    config_absolute(&cfg->unixsocket, err, errlen) != 0)
 		return (-1);
-	if (cfg->persistence == PERSIST_UNSET)
-		cfg->persistence = cfg->redis != NULL ? PERSIST_SYNC :
-		    PERSIST_NONE;
-	if (cfg->persistence != PERSIST_NONE && cfg->redis == NULL) {
-		snprintf(err, errlen, "persistence %s needs a redis "
-		    "HOST:PORT or redis unix:PATH",
-		    persist_mode_names[cfg->persistence]);
+	if (config_finish_redis(cfg, err, errlen) != 0)
 		return (-1);
-	}
-	if (config_redis_addr(cfg, err, errlen) != 0)
-		return (-1);
-	/*
-	 * A renewal counts once replicas acknowledged it: waiting as long as
-	 * half the lease would let the lease run out between two of them.
-	 */
-	if (cfg->redis_min_replicas > 0 && cfg->persistence == PERSIST_NONE) {
-		snprintf(err, errlen, "redis-min-replicas %lld needs "
-		    "persistence (a redis to write to)",
-		    (long long)cfg->redis_min_replicas);
-		return (-1);
-	}
-	if (cfg->redis_min_replicas > 0 && cfg->redis_replica_timeout_ms >=
-	    cfg->owner_lease_ms / 2) {
-		snprintf(err, errlen, "redis-replica-timeout (%lld ms) must be "
-		    "below half of owner-lease (%lld ms): every renewal of the "
-		    "ownership waits for the replicas",
-		    (long long)cfg->redis_replica_timeout_ms,
-		    (long long)cfg->owner_lease_ms);
-		return (-1);
-	}
-	if (cfg->sentinel_password != NULL &&
-	    cfg->redis_addr.kind != REDIS_ADDR_SENTINEL) {
-		snprintf(err, errlen, "sentinel-password needs a redis "
-		    "sentinel://... address");
-		return (-1);
-	}
-	if (cfg->redis_prefix == NULL)
-		cfg->redis_prefix = xstrdup("");
-	/* A standby is safe only if no grant is answered before it is owned. */
-	if (cfg->standby && cfg->persistence != PERSIST_SYNC) {
-		snprintf(err, errlen, "standby yes needs persistence sync: "
-		    "with persistence %s a grant is answered before it is "
-		    "written, and a standby taking over would not know it",
-		    persist_mode_names[cfg->persistence]);
-		return (-1);
-	}
 	if (cfg->advertise != NULL) {
 		colon = strrchr(cfg->advertise, ':');
 		if (colon == NULL || colon == cfg->advertise ||

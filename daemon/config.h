@@ -24,6 +24,9 @@ enum persist_mode {
 	PERSIST_ASYNC	/* answered at once, written behind in order */
 };
 
+/* persistence left unset: none without redis, sync with it. */
+#define PERSIST_UNSET	(-1)
+
 /* A "semaphore NAME CAPACITY" line: created at start-up. */
 struct config_sem {
 	char		*name;
@@ -116,5 +119,11 @@ void	config_reload(struct config *cur, struct config *next,
 	    void (*note)(void *arg, const char *name, int applied), void *arg);
 /* Free everything config_load allocated. */
 void	config_free(struct config *cfg);
+
+/*
+ * config-redis.c, for config.c: persistence's default and the checks that
+ * span the Redis directives; 0, or -1 with a message in err.
+ */
+int	config_finish_redis(struct config *cfg, char *err, size_t errlen);
 
 #endif /* SEMD_CONFIG_H */

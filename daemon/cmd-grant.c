@@ -1,9 +1,9 @@
 /*
  * cmd-grant.c: commands about permits: ACQUIRE, TRY, ACQUIREALL, RELEASE,
  * REFRESH, ATTACH, CHECK, REVOKE (those of a multi-grant act on the whole
- * grant through any of its semaphores: the engine's rule); and the engine observer that answers a blocked
- * ACQUIRE once the engine grants it or its wait runs out, and the WATCHes
- * of a grant once it ends.
+ * grant through any of its semaphores: the engine's rule); and the engine
+ * observer that answers a blocked ACQUIRE once the engine grants it or its
+ * wait runs out, and the WATCHes of a grant once it ends.
  *
  * In sync persistence a grant (and a REFRESH) is answered only once it is
  * written: the connection stays blocked and persist calls cmd_persisted().

@@ -56,7 +56,7 @@ config_finish_redis(struct config *cfg, char *err, size_t errlen)
 		    PERSIST_NONE;
 	if (cfg->persistence != PERSIST_NONE && cfg->redis == NULL) {
 		snprintf(err, errlen, "persistence %s needs a redis "
-		    "HOST:PORT or redis unix:PATH",
+		    "HOST:PORT, unix:PATH or sentinel://HOST[:PORT],.../NAME",
 		    config_persist_mode_name(cfg->persistence));
 		return (-1);
 	}

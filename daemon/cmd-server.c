@@ -174,6 +174,7 @@ cmd_stats(struct cmd_ctx *ctx)
 		{ "persistence_mode",		v.ps.mode },
 		{ "persistence_last_error",	error },
 		{ "redis_durability",		v.ps.durability },
+		{ "redis_master",		v.ps.master },
 	};
 	const size_t ntexts = sizeof(texts) / sizeof(texts[0]);
 

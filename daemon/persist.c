@@ -990,6 +990,7 @@ persist_get_stats(struct persist *p, struct persist_stats *st)
 	st->last_error = p->last_error;
 	st->durability = p->store != NULL ? p->ops->durability(p->store) :
 	    "-";
+	st->master = p->store != NULL ? p->ops->master(p->store) : "-";
 	st->unacked_writes = p->store != NULL ?
 	    p->ops->unacked_writes(p->store) : 0;
 	st->waiting_redis = p->own != NULL && !p->cfg->standby &&

@@ -93,6 +93,7 @@ struct persist_stats {
 	const struct histo *batch_ms;	/* acknowledged batches' latency */
 	const char	*last_error;	/* "" when none */
 	const char	*durability;	/* store_durability(), or "-" */
+	const char	*master;	/* the store's master(), or "-" */
 	uint64_t	 unacked_writes; /* too few replicas acknowledged */
 	int		 waiting_redis;	/* not a standby, yet still claiming
 					   at start-up: Redis does not answer

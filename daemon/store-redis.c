@@ -752,6 +752,22 @@ store_address(struct store *st)
 	return (st->address);
 }
 
+static const char *
+store_master(struct store *st)
+{
+	const char	*host, *path;
+	int		 port;
+
+	if (!redis_target_current(st->target, &host, &port, &path))
+		return ("-");
+	if (path != NULL)
+		snprintf(st->master, sizeof(st->master), "unix:%s", path);
+	else	/* an IPv6 host in brackets, as sock_format_peer() */
+		snprintf(st->master, sizeof(st->master),
+		    strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d", host, port);
+	return (st->master);
+}
+
 static uint64_t
 store_unacked_writes(struct store *st)
 {
@@ -773,5 +789,6 @@ const struct store_ops store_redis_ops = {
 	.durability = store_durability,
 	.dataset = store_dataset,
 	.address = store_address,
+	.master = store_master,
 	.unacked_writes = store_unacked_writes,
 };

@@ -79,6 +79,7 @@ struct store {
 	struct store_owner	 claim_own;	/* decoded; WAIT is due */
 
 	char			 address[300];	/* redis as configured */
+	char			 master[300];	/* store_master()'s words */
 	char			 subject[310];	/* "redis ADDRESS", for the log */
 	char			 dataset[400];
 	char			 appendonly[16];

@@ -231,6 +231,12 @@ struct store_ops {
 	/* "HOST:PORT" or "unix:PATH", for the log. */
 	const char	*(*address)(struct store *st);
 	/*
+	 * The server writes go to now, "HOST:PORT" or "unix:PATH"; "-" while
+	 * none is known (the sentinels are being asked). For STATS: with
+	 * Sentinel it is the one place an operator sees the failover.
+	 */
+	const char	*(*master)(struct store *st);
+	/*
 	 * WAITs (each behind one or more fenced writes) that found fewer than
 	 * redis-min-replicas replicas within redis-replica-timeout, so that
 	 * those writes did not count, since start.

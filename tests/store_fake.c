@@ -324,6 +324,7 @@ const struct store_ops fake_ops = {
 	.durability = fake_durability,
 	.dataset = fake_dataset,
 	.address = fake_address,
+	.master = fake_address,
 	.unacked_writes = fake_unacked_writes,
 };
 

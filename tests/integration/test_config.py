@@ -188,8 +188,9 @@ def test_persistence_directives():
     with start_semd() as d:
         stats = d.connect().stats()
         eq((stats.get("persistence"), stats.get("persistence_mode"),
-            stats.get("redis_durability")), ("off", "none", "-"),
-           "without redis, STATS shows persistence off")
+            stats.get("redis_durability"), stats.get("redis_master")),
+           ("off", "none", "-", "-"),
+           "without redis, STATS shows persistence off and no master")
 
 
 def test_file_directives_and_overrides():

@@ -212,6 +212,8 @@ def test_stats_fields():
            "persistence_backlog=0 redis_durability=ok")
         eq(st.get("persistence_last_error"), "-",
            "persistence_last_error=- when none")
+        eq(st.get("redis_master"), "127.0.0.1:%d" % r.port,
+           "redis_master: the server the writes go to")
         p.stop()
     for kw, want in (({"appendonly": False}, "appendonly-off"),
                      ({"fsync": "everysec"}, "appendfsync-everysec")):

@@ -190,6 +190,8 @@ def test_manual_failover():
     caught_up = wait_until(lambda: redis_as_memory(rep) == memory_state(c),
                            10, 0.05)
     ok(caught_up, "the replica has every grant")
+    eq(c.stats().get("redis_master"), m.addr(),
+       "STATS redis_master names the master the sentinels gave")
 
     t0 = time.monotonic()
     eq(ss[0].cmd("SENTINEL", "failover", MASTER_NAME), "OK",
@@ -205,6 +207,10 @@ def test_manual_failover():
     note("measured: SENTINEL FAILOVER -> semd grants again %.2f s later" %
          (t_grant - t0))
     ok(tok > max(grants), "tokens keep increasing")
+    moved = wait_until(lambda: c.stats().get("redis_master") ==
+                       rep.addr(), 30, 0.05)
+    ok(moved, "STATS redis_master names the promoted replica",
+       c.stats().get("redis_master"))
     demoted = wait_until(lambda: attempt(m.cmd, "ROLE").startswith(
         "['slave'"), 20, 0.05)
     ok(demoted, "the old master lives on as a replica",

@@ -5,20 +5,37 @@
  * bytes (0 once the input runs out): create, resize, delete, acquire (n,
  * timeout, lease), release, refresh, attach, revoke, undo, owner new and
  * free, hold grants, advance the fake clock (firing due timers), restore a
- * grant, raise the token floor, label a grant, clear. The harness keeps its
- * own model of grants and queued waiters, fed by the engine's events, and
- * aborts as soon as the engine disagrees with it or with a rule:
+ * grant, raise the token floor, label a grant, clear; and (opcode bytes
+ * 0xe0 and up, which older inputs never use) ACQUIREALL over 2..NSEMS
+ * semaphores in any order, each with its n, with a timeout, a lease and
+ * maybe a request ID, and a single-semaphore lease ACQUIRE with an ID.
+ * IDs come from a pool of NIDS so that repeats are frequent. The harness
+ * keeps its own model of grants and queued waiters (each a list of parts,
+ * a semaphore and its n), fed by the engine's events, and aborts as soon
+ * as the engine disagrees with it or with a rule:
  *
- * - used is the sum of n over the grants; nholders and nwaiters count the
- *   lists; the engine's stats count what the model holds and the events
- *   it saw; every answer (NOTHELD, NOTOWNER, NOTLEASE...) follows from
- *   the model;
+ * - used is the sum of the n of the parts on that semaphore; nholders and
+ *   nwaiters count the lists; every part of a grant or waiter is on its
+ *   queue or list with its n, points to its lead, and only the lead has a
+ *   timer; the engine's stats count what the model holds and the events
+ *   it saw; every answer (NOTHELD, NOTOWNER, NOTLEASE, RANGE, EXISTS,
+ *   GRANTED, QUEUED, TIMEOUT, REPEATED) follows from the model;
  * - used <= capacity, unless a restored grant or a RESIZE below used put
- *   it over (until it falls back); a grant is never made over capacity;
- * - FIFO: a queued waiter is granted only at the head of its queue, in
- *   enqueue order; an ACQUIRE is granted at once only when nobody waits;
- *   after every operation the head of a queue does not fit (else the
- *   engine should have granted it), unless grants are held;
+ *   it over (until it falls back); a grant is never made over capacity on
+ *   any of its semaphores;
+ * - FIFO: a queued waiter is granted only at the head of every queue it
+ *   is on, each with room, in enqueue order; an ACQUIRE(ALL) is granted
+ *   at once only when none of its queues has a waiter; after every
+ *   operation no waiter at the head of all its queues fits in all of them
+ *   (else the engine should have granted it), unless grants are held;
+ * - RELEASE, REVOKE, REFRESH, ATTACH and UNDO through any semaphore of a
+ *   multi-grant act on the whole grant; release, revoke, expiry, undo and
+ *   close free every part;
+ * - request IDs: a repeat of an ID held with the same parts (any order)
+ *   grants nothing and answers the same token; other parts or n is
+ *   EXISTS; a repeat of a waiting ID with the same parts takes its place
+ *   in every queue (WAIT_REPLACED for the old, which is answered nothing
+ *   else); at most one request per ID and semaphore waits or holds;
  * - tokens strictly increase, and are above every restored token, even
  *   after a corrupt store's floor or token near 2^64 (refused or clamped
  *   to ENGINE_TOKEN_MAX);
@@ -41,6 +58,7 @@
 #define NOWNERS		4
 #define MAX_WAITERS	32
 #define MAX_GRANTS	96
+#define NIDS		3	/* request IDs: few, so that they repeat */
 
 #define CHECK(cond, what) do {						\
 	if (!(cond)) {							\
@@ -53,15 +71,29 @@
 enum fz_op {
 	OP_CREATE, OP_RESIZE, OP_DELETE, OP_ACQUIRE, OP_RELEASE, OP_REFRESH,
 	OP_ATTACH, OP_REVOKE, OP_UNDO, OP_OWNER_NEW, OP_OWNER_FREE, OP_HOLD,
-	OP_ADVANCE, OP_RESTORE, OP_FLOOR, OP_HOLDER, OP_CLEAR, OP__COUNT
+	OP_ADVANCE, OP_RESTORE, OP_FLOOR, OP_HOLDER, OP_CLEAR,
+	OP_ACQUIRE_ALL, OP_ACQUIRE_ID, OP__COUNT
+};
+/* Opcode bytes below OP_BYTE_NEW pick one of the first OP_NOLD ops. */
+#define OP_NOLD		(OP_CLEAR + 1)
+#define OP_BYTE_NEW	0xe0
+
+/* One semaphore of a request, and the units it asks of it. */
+struct fz_part {
+	int		 sem;
+	uint32_t	 n;
 };
 
-/* A queued ACQUIRE, as the model sees it; its address is the cookie. */
+/*
+ * A queued ACQUIRE(ALL), as the model sees it; its address is the
+ * cookie. parts[0] is the lead's semaphore (the request's first).
+ */
 struct fz_waiter {
 	int		 queued;
-	int		 sem;
 	int		 owner;
-	uint32_t	 n;
+	int		 id;		/* index in id_names, -1: none */
+	struct fz_part	 parts[NSEMS];
+	uint32_t	 nparts;
 	int64_t		 lease_ms;
 	uint64_t	 seq;		/* enqueue order */
 	uint64_t	 deadline_ms;	/* UINT64_MAX: none */
@@ -69,10 +101,11 @@ struct fz_waiter {
 
 struct fz_grant {
 	uint64_t	 token;
-	int		 sem;
-	uint32_t	 n;
+	struct fz_part	 parts[NSEMS];
+	uint32_t	 nparts;
 	enum grant_kind	 kind;
 	int		 owner;		/* GRANT_CONN only, else -1 */
+	int		 id;		/* index in id_names, -1: none */
 };
 
 static struct {
@@ -96,15 +129,19 @@ static struct {
 
 	/* What the running operation may cause. */
 	enum fz_op		 op;
-	int			 op_sem;
 	int			 op_owner;	/* OP_OWNER_FREE's, else -1 */
 	uint64_t		 op_token;
-	uint32_t		 op_n;
 	int64_t			 op_lease_ms;
 	int			 op_granted;	/* an ACQUIRE granted at once */
+	/* The running ACQUIRE(ALL): its parts and ID, the waiter it replaced. */
+	struct fz_part		 op_parts[NSEMS];
+	uint32_t		 op_nparts;
+	int			 op_id;
+	struct fz_waiter	*op_replaced;
 } fz;
 
 static const char *const sem_names[NSEMS] = { "a", "b", "c", "d" };
+static const char *const id_names[NIDS] = { "job-1", "job-2", "Job-1" };
 
 static uint8_t
 next_byte(void)
@@ -141,6 +178,84 @@ owner_index(const struct owner *o)
 	return (-1);
 }
 
+/* The n that parts ask of sem, 0 when none of them is on it. */
+static uint32_t
+parts_n(const struct fz_part *parts, uint32_t nparts, int sem)
+{
+	uint32_t	i;
+
+	for (i = 0; i < nparts; i++) {
+		if (parts[i].sem == sem)
+			return (parts[i].n);
+	}
+	return (0);
+}
+
+/* 1 when a and b ask the same n of the same semaphores, in any order. */
+static int
+parts_same(const struct fz_part *a, uint32_t na, const struct fz_part *b,
+    uint32_t nb)
+{
+	uint32_t	i;
+
+	if (na != nb)
+		return (0);
+	for (i = 0; i < na; i++) {
+		if (parts_n(b, nb, a[i].sem) != a[i].n ||
+		    parts_n(a, na, b[i].sem) != b[i].n)
+			return (0);
+	}
+	return (1);
+}
+
+/* 1 when a and b have a semaphore in common. */
+static int
+parts_overlap(const struct fz_part *a, uint32_t na, const struct fz_part *b,
+    uint32_t nb)
+{
+	uint32_t	i;
+
+	for (i = 0; i < na; i++) {
+		if (parts_n(b, nb, a[i].sem) != 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* The index in id_names of the engine's ID (len bytes), -1 for none. */
+static int
+id_index(const char *id, size_t len)
+{
+	int	i;
+
+	if (id == NULL)
+		return (-1);
+	for (i = 0; i < NIDS; i++) {
+		if (strlen(id_names[i]) == len &&
+		    memcmp(id, id_names[i], len) == 0 && id[len] == '\0')
+			return (i);
+	}
+	CHECK(0, "an ID the harness never gave");
+	return (-1);
+}
+
+/* The parts of the engine's grant of lead g, checked to be one chain. */
+static uint32_t
+grant_parts(const struct grant *g, struct fz_part *parts)
+{
+	const struct grant	*part;
+	uint32_t		 k = 0;
+
+	for (part = g; part != NULL; part = part->part_next) {
+		CHECK(k < NSEMS && part->lead == g && part->token == g->token,
+		    "a grant's parts are not one chain under its lead");
+		parts[k].sem = sem_index(part->sem);
+		parts[k++].n = part->n;
+	}
+	CHECK(k == g->nparts, "a grant's nparts is not its count of parts");
+	return (k);
+}
+
 static struct fz_grant *
 model_grant(uint64_t token)
 {
@@ -153,18 +268,19 @@ model_grant(uint64_t token)
 	return (NULL);
 }
 
-/* The model's grant of that token if it is on sem, else NULL. */
+/* The model's grant of that token if it has a part on sem, else NULL. */
 static struct fz_grant *
 model_grant_on(uint64_t token, int sem)
 {
 	struct fz_grant	*mg = model_grant(token);
 
-	return (mg != NULL && mg->sem == sem ? mg : NULL);
+	return (mg != NULL && parts_n(mg->parts, mg->nparts, sem) != 0 ?
+	    mg : NULL);
 }
 
 static void
-model_grant_add(uint64_t token, int sem, uint32_t n, enum grant_kind kind,
-    int owner)
+model_grant_add(uint64_t token, const struct fz_part *parts,
+    uint32_t nparts, enum grant_kind kind, int owner, int id)
 {
 	struct fz_grant	*mg;
 
@@ -172,10 +288,23 @@ model_grant_add(uint64_t token, int sem, uint32_t n, enum grant_kind kind,
 	CHECK(fz.ngrants < MAX_GRANTS, "more grants than the model allows");
 	mg = &fz.grants[fz.ngrants++];
 	mg->token = token;
-	mg->sem = sem;
-	mg->n = n;
+	memcpy(mg->parts, parts, nparts * sizeof(*parts));
+	mg->nparts = nparts;
 	mg->kind = kind;
 	mg->owner = owner;
+	mg->id = id;
+}
+
+/* The units the model's grants hold of sem. */
+static uint64_t
+model_used(int sem)
+{
+	uint64_t	used = 0;
+	size_t		i;
+
+	for (i = 0; i < fz.ngrants; i++)
+		used += parts_n(fz.grants[i].parts, fz.grants[i].nparts, sem);
+	return (used);
 }
 
 static size_t
@@ -188,7 +317,7 @@ model_nqueued(void)
 	return (n);
 }
 
-/* The model's head of sem's queue (lowest seq), or NULL. */
+/* The model's head of sem's queue (lowest seq with a part there), or NULL. */
 static struct fz_waiter *
 model_head(int sem)
 {
@@ -197,7 +326,7 @@ model_head(int sem)
 
 	for (i = 0; i < MAX_WAITERS; i++) {
 		w = &fz.waiters[i];
-		if (w->queued && w->sem == sem &&
+		if (w->queued && parts_n(w->parts, w->nparts, sem) != 0 &&
 		    (head == NULL || w->seq < head->seq))
 			head = w;
 	}
@@ -215,62 +344,121 @@ cookie_waiter(void *cookie)
 	return (w);
 }
 
+static int
+op_is_acquire(void)
+{
+	return (fz.op == OP_ACQUIRE || fz.op == OP_ACQUIRE_ALL ||
+	    fz.op == OP_ACQUIRE_ID);
+}
+
+/*
+ * 1 when the engine's waiter (lead w) is at the head of every queue it is
+ * on and each has room for it: then it must have been granted.
+ */
+static int
+waiter_fits(const struct waiter *w)
+{
+	const struct waiter	*part;
+
+	for (part = w; part != NULL; part = part->part_next) {
+		if (part->sem->queue != part ||
+		    part->sem->used + part->n > part->sem->capacity)
+			return (0);
+	}
+	return (1);
+}
+
 static void
 on_granted(const struct engine_event *ev, int sem)
 {
-	struct grant		*g = ev->grant;
+	struct grant		*g = ev->grant, *part;
 	struct fz_waiter	*w;
-	struct sem		*s = ev->sem;
+	struct fz_part		 parts[NSEMS];
+	uint32_t		 nparts, i;
+	int			 owner = -1;
 
 	CHECK(!fz.held, "a grant while grants are held");
+	CHECK(g == g->lead && g->sem == ev->sem,
+	    "GRANTED names a part, not the lead");
 	fz.stats.grants_total++;
 	CHECK(g->token > fz.max_token, "tokens do not strictly increase");
 	fz.max_token = g->token;
-	CHECK(s->used <= s->capacity, "a grant made over capacity");
+	nparts = grant_parts(g, parts);
+	for (part = g; part != NULL; part = part->part_next)
+		CHECK(part->sem->used <= part->sem->capacity,
+		    "a grant made over capacity");
+	if (g->kind == GRANT_CONN)
+		owner = owner_index(g->owner);
 	if (ev->cookie == NULL) {
-		/* engine_acquire granting at once: only with nobody queued. */
-		CHECK(fz.op == OP_ACQUIRE && !fz.op_granted &&
-		    fz.op_sem == sem, "an unexpected immediate grant");
-		CHECK(s->queue == NULL && model_head(sem) == NULL,
-		    "an ACQUIRE overtook queued waiters");
-		CHECK(g->n == fz.op_n, "granted another n than asked");
+		/* Granting at once: only with nobody queued on any part. */
+		CHECK(op_is_acquire() && !fz.op_granted &&
+		    sem == fz.op_parts[0].sem &&
+		    parts_same(parts, nparts, fz.op_parts, fz.op_nparts),
+		    "an unexpected immediate grant");
+		for (i = 0; i < nparts; i++)
+			CHECK(model_head(parts[i].sem) == NULL,
+			    "an ACQUIRE overtook queued waiters");
+		for (part = g; part != NULL; part = part->part_next)
+			CHECK(part->sem->queue == NULL,
+			    "an ACQUIRE granted past a queue");
+		CHECK(id_index(g->id, g->id_len) == fz.op_id,
+		    "granted under another ID than asked");
 		fz.op_granted = 1;
 		if (fz.op_lease_ms < 0) {
 			CHECK(g->kind == GRANT_CONN, "a bound ACQUIRE got a lease");
-			model_grant_add(g->token, sem, g->n, GRANT_CONN,
-			    owner_index(g->owner));
+			model_grant_add(g->token, parts, nparts, GRANT_CONN, owner,
+			    -1);
 		} else {
 			CHECK(g->kind == GRANT_LEASE, "a lease ACQUIRE is bound");
-			model_grant_add(g->token, sem, g->n, GRANT_LEASE, -1);
+			model_grant_add(g->token, parts, nparts, GRANT_LEASE, -1,
+			    fz.op_id);
 		}
 		return;
 	}
 	w = cookie_waiter(ev->cookie);
-	CHECK(w->sem == sem, "a waiter granted on another semaphore");
-	CHECK(model_head(sem) == w, "a waiter granted before an earlier one");
-	CHECK(g->n == w->n, "a waiter granted another n than it asked");
+	CHECK(sem == w->parts[0].sem &&
+	    parts_same(parts, nparts, w->parts, w->nparts),
+	    "a waiter granted other parts than it asked");
+	for (i = 0; i < nparts; i++)
+		CHECK(model_head(parts[i].sem) == w,
+		    "a waiter granted while not at the head of all its queues");
+	CHECK(id_index(g->id, g->id_len) == w->id,
+	    "a waiter granted under another ID");
 	w->queued = 0;
 	if (w->lease_ms < 0) {
-		CHECK(g->kind == GRANT_CONN &&
-		    owner_index(g->owner) == w->owner,
+		CHECK(g->kind == GRANT_CONN && owner == w->owner,
 		    "a bound waiter granted to another owner");
-		model_grant_add(g->token, sem, g->n, GRANT_CONN, w->owner);
+		model_grant_add(g->token, parts, nparts, GRANT_CONN, w->owner,
+		    -1);
 	} else {
 		CHECK(g->kind == GRANT_LEASE && g->owner == NULL,
 		    "a lease waiter granted a bound grant");
-		model_grant_add(g->token, sem, g->n, GRANT_LEASE, -1);
+		model_grant_add(g->token, parts, nparts, GRANT_LEASE, -1, w->id);
 	}
 }
 
 static void
 on_released(const struct engine_event *ev, int sem)
 {
-	struct grant	*g = ev->grant;
+	struct grant	*g = ev->grant, *part, *other;
 	struct fz_grant	*mg = model_grant(g->token);
+	struct fz_part	 parts[NSEMS];
+	uint32_t	 nparts;
+	const char	*msg;
 
 	CHECK(mg != NULL, "a release of a grant the model does not hold");
-	CHECK(mg->sem == sem && mg->n == g->n && mg->kind == g->kind,
+	CHECK(g == g->lead, "RELEASED names a part, not the lead");
+	nparts = grant_parts(g, parts);
+	CHECK(sem == mg->parts[0].sem && mg->kind == g->kind &&
+	    parts_same(parts, nparts, mg->parts, mg->nparts),
 	    "a released grant is not the one granted");
+	/* Every part is off its semaphore, its units back, before RELEASED. */
+	for (part = g; part != NULL; part = part->part_next) {
+		DL_FOREACH2(part->sem->grants, other, sem_next)
+			CHECK(other != part, "a released part is still held");
+		msg = fake_check_sem(part->sem);
+		CHECK(msg == NULL, msg);
+	}
 	switch (ev->reason) {
 	case RELEASE_BY_HOLDER:
 		CHECK(fz.op == OP_RELEASE && fz.op_token == g->token,
@@ -349,17 +537,88 @@ on_event(void *ctx, const struct engine_event *ev)
 		CHECK(fz.op == OP_ADVANCE &&
 		    fake_now + fake_early >= w->deadline_ms,
 		    "a waiter timed out early");
-		CHECK(w->sem == sem, "a waiter timed out on another semaphore");
+		CHECK(w->parts[0].sem == sem,
+		    "a waiter timed out on another semaphore");
 		w->queued = 0;
 		fz.stats.timeouts_total++;
 		break;
 	case ENGINE_EV_WAIT_REPLACED:
-		/* (tests/test_multi.c has IDs and multi-grants) */
-		CHECK(0, "a waiter replaced, though no request has an ID");
+		/* Only by the running request, with its ID and parts. */
+		w = cookie_waiter(ev->cookie);
+		CHECK(op_is_acquire() && fz.op_id >= 0 &&
+		    fz.op_replaced == NULL && w->id == fz.op_id &&
+		    w->parts[0].sem == sem &&
+		    parts_same(w->parts, w->nparts, fz.op_parts, fz.op_nparts),
+		    "a waiter replaced by a request without its ID and parts");
+		w->queued = 0;
+		fz.op_replaced = w;
 		break;
 	}
 	msg = fake_check_sem(ev->sem);
 	CHECK(msg == NULL, msg);
+}
+
+/* No two requests with one ID hold or wait on s. */
+static void
+check_ids(const struct sem *s)
+{
+	const struct grant	*g;
+	const struct waiter	*w;
+	unsigned		 seen = 0;
+	int			 i;
+
+	DL_FOREACH2(s->grants, g, sem_next) {
+		if ((i = id_index(g->id, g->id_len)) < 0)
+			continue;
+		CHECK(!(seen & 1u << i), "two grants hold one ID on a semaphore");
+		seen |= 1u << i;
+	}
+	DL_FOREACH2(s->queue, w, q_next) {
+		if ((i = id_index(w->id, w->id_len)) < 0)
+			continue;
+		CHECK(!(seen & 1u << i),
+		    "two requests with one ID hold or wait on a semaphore");
+		seen |= 1u << i;
+	}
+}
+
+/* The queue of s (the model's k) is the model's, in enqueue order. */
+static size_t
+check_queue(struct sem *s, int k)
+{
+	struct waiter		*w;
+	struct fz_waiter	*mw;
+	uint64_t		 last = 0;
+	size_t			 i, nq = 0, ntimers = 0;
+
+	DL_FOREACH2(s->queue, w, q_next) {
+		CHECK(w->sem == s && w->lead != NULL,
+		    "a queued part has no lead or another semaphore");
+		mw = cookie_waiter(w->lead->cookie);
+		CHECK(parts_n(mw->parts, mw->nparts, k) == w->n &&
+		    mw->seq > last, "the queue is not in enqueue order");
+		last = mw->seq;
+		CHECK(id_index(w->id, w->id_len) == mw->id,
+		    "a waiter's ID is not its request's");
+		CHECK(engine_waited_ms(fz.e, w) == fake_now - w->enqueued_ms,
+		    "a wrong wait time");
+		if (w == w->lead) {
+			CHECK(w->nparts == mw->nparts && mw->parts[0].sem == k,
+			    "a waiter's lead or count of parts is wrong");
+			ntimers += w->timer != NULL;
+			CHECK((w->timer != NULL) ==
+			    (mw->deadline_ms != UINT64_MAX),
+			    "a waiter's timer is missing or extra");
+		} else
+			CHECK(w->timer == NULL, "a waiter's part has a timer");
+		nq++;
+	}
+	for (i = 0; i < MAX_WAITERS; i++) {
+		mw = &fz.waiters[i];
+		nq -= mw->queued && parts_n(mw->parts, mw->nparts, k) != 0;
+	}
+	CHECK(nq == 0, "a queue has more or fewer waiters than the model");
+	return (ntimers);
 }
 
 /* Everything the model knows agrees with the engine. */
@@ -368,13 +627,12 @@ check_all(void)
 {
 	struct engine_stats	 st;
 	struct sem		*s;
-	struct grant		*g;
-	struct waiter		*w;
-	struct fz_waiter	*mw;
+	struct grant		*g, *part;
 	struct fz_grant		*mg;
+	struct fz_part		 parts[NSEMS];
 	const char		*msg;
-	uint64_t		 used, last = 0;
-	size_t			 i, ntimers = 0, nsems = 0;
+	uint32_t		 nparts;
+	size_t			 i, ntimers = 0, nsems = 0, nheld;
 	int			 k;
 
 	for (k = 0; k < NSEMS; k++) {
@@ -386,43 +644,44 @@ check_all(void)
 		msg = fake_check_sem(s);
 		CHECK(msg == NULL, msg);
 		CHECK(s->capacity == fz.capacity[k], "the capacity changed");
-		for (used = 0, i = 0; i < fz.ngrants; i++) {
-			if (fz.grants[i].sem == k)
-				used += fz.grants[i].n;
-		}
-		CHECK(s->used == used, "used is not what the model granted");
+		CHECK(s->used == model_used(k),
+		    "used is not what the model granted");
 		if (s->used <= s->capacity)
 			fz.over[k] = 0;
 		CHECK(!fz.over[k] ? s->used <= s->capacity : 1,
 		    "used went over capacity");
-		/* The queue is the model's, in enqueue order. */
-		last = 0;
-		DL_FOREACH2(s->queue, w, q_next) {
-			mw = cookie_waiter(w->cookie);
-			CHECK(mw->sem == k && mw->seq > last && mw->n == w->n,
-			    "the queue is not in enqueue order");
-			last = mw->seq;
-			CHECK(engine_waited_ms(fz.e, w) ==
-			    fake_now - w->enqueued_ms, "a wrong wait time");
-			ntimers += w->timer != NULL;
-			CHECK((w->timer != NULL) ==
-			    (mw->deadline_ms != UINT64_MAX),
-			    "a waiter's timer is missing or extra");
-		}
+		for (nheld = 0, i = 0; i < fz.ngrants; i++)
+			nheld += model_grant_on(fz.grants[i].token, k) != NULL;
+		CHECK(s->nholders == nheld,
+		    "a semaphore has more or fewer holders than the model");
+		ntimers += check_queue(s, k);
+		check_ids(s);
 		if (!fz.held && s->queue != NULL) {
-			CHECK(s->used + s->queue->n > s->capacity,
-			    "the head of a queue fits but was not granted");
+			CHECK(!waiter_fits(s->queue->lead),
+			    "a waiter at the head of all its queues fits "
+			    "but was not granted");
 		}
 	}
 	for (i = 0; i < fz.ngrants; i++) {
 		mg = &fz.grants[i];
 		g = engine_grant_by_token(fz.e, mg->token);
-		CHECK(g != NULL && g->n == mg->n && g->kind == mg->kind,
+		CHECK(g != NULL && g == g->lead && g->kind == mg->kind,
 		    "a grant of the model is missing");
+		nparts = grant_parts(g, parts);
+		CHECK(sem_index(g->sem) == mg->parts[0].sem &&
+		    parts_same(parts, nparts, mg->parts, mg->nparts),
+		    "a grant's parts are not the model's");
+		CHECK(id_index(g->id, g->id_len) == mg->id,
+		    "a grant's ID is not the model's");
 		CHECK(mg->kind == GRANT_CONN ?
 		    g->owner == fz.owners[mg->owner] && g->timer == NULL :
 		    g->owner == NULL && g->timer != NULL,
 		    "a grant's owner or timer is wrong");
+		for (part = g->part_next; part != NULL; part = part->part_next)
+			CHECK(part->kind == g->kind && part->owner == g->owner &&
+			    part->deadline_ms == g->deadline_ms &&
+			    part->timer == NULL && part->id == g->id,
+			    "a part of a grant disagrees with its lead");
 		ntimers += g->timer != NULL;
 		/* Due deadlines fired in fake_advance(): none is behind. */
 		CHECK(mg->kind == GRANT_CONN ? engine_grant_ttl_ms(fz.e, g) == -1 :
@@ -486,78 +745,258 @@ arg_owner(void)
 	return (next_byte() % NOWNERS);
 }
 
-static void
-op_acquire(int k, struct sem *s)
+static int64_t
+arg_timeout(void)
 {
-	enum acquire_status	 st;
-	enum proto_err		 rc;
-	struct grant		*g;
-	struct fz_waiter	*w = NULL;
-	int			 o = arg_owner();
-	uint8_t			 nb = next_byte(), tb = next_byte(),
-				 lb = next_byte();
-	int64_t			 timeout_ms, lease_ms;
-	size_t			 i;
+	uint8_t	b = next_byte();
 
-	fz.op_n = nb == 0xff ? PROTO_INT_MAX : 1 + (uint32_t)nb % 4;
-	timeout_ms = tb == 0 ? 0 : tb == 1 ? -1 : (int64_t)(tb - 2) * 10;
-	lease_ms = lb == 0 ? -1 : (int64_t)(lb - 1) * 10;
-	fz.op_lease_ms = lease_ms;
+	return (b == 0 ? 0 : b == 1 ? -1 : (int64_t)(b - 2) * 10);
+}
+
+/* An n: mostly small; 0xff asks more than any capacity (RANGE). */
+static uint32_t
+arg_n(void)
+{
+	uint8_t	b = next_byte();
+
+	return (b == 0xff ? PROTO_INT_MAX : 1 + (uint32_t)b % 4);
+}
+
+/*
+ * What the model says the request in fz.op_* must get: RANGE,
+ * UNAVAILABLE, EXISTS, or PERR_NONE and *status; *repeat is the grant a
+ * repeat answers, *taken the waiter whose place it takes.
+ */
+static enum proto_err
+model_answer(int64_t timeout_ms, enum acquire_status *status,
+    struct fz_grant **repeat, struct fz_waiter **taken)
+{
+	struct fz_grant		*mg;
+	struct fz_waiter	*mw;
+	const struct fz_part	*p;
+	uint32_t		 i;
+	size_t			 j;
+	int			 other = 0, fits = 1;
+
+	*repeat = NULL;
+	*taken = NULL;
+	for (i = 0; i < fz.op_nparts; i++) {
+		if (fz.op_parts[i].n > fz.capacity[fz.op_parts[i].sem])
+			return (PERR_RANGE);
+	}
+	if (fz.held)
+		return (PERR_UNAVAILABLE);
+	/* An ID held on one of its semaphores decides, then one waiting. */
+	for (j = 0; fz.op_id >= 0 && j < fz.ngrants; j++) {
+		mg = &fz.grants[j];
+		if (mg->id != fz.op_id || !parts_overlap(mg->parts, mg->nparts,
+		    fz.op_parts, fz.op_nparts))
+			continue;
+		if (parts_same(mg->parts, mg->nparts, fz.op_parts,
+		    fz.op_nparts))
+			*repeat = mg;
+		else
+			other = 1;
+	}
+	if (other)
+		return (PERR_EXISTS);
+	if (*repeat != NULL) {
+		*status = ACQUIRE_REPEATED;
+		return (PERR_NONE);
+	}
+	for (j = 0; fz.op_id >= 0 && j < MAX_WAITERS; j++) {
+		mw = &fz.waiters[j];
+		if (!mw->queued || mw->id != fz.op_id ||
+		    !parts_overlap(mw->parts, mw->nparts, fz.op_parts,
+		    fz.op_nparts))
+			continue;
+		if (parts_same(mw->parts, mw->nparts, fz.op_parts,
+		    fz.op_nparts))
+			*taken = mw;
+		else
+			other = 1;
+	}
+	if (other)
+		return (PERR_EXISTS);
+	if (*taken != NULL) {
+		*status = timeout_ms == 0 ? ACQUIRE_TIMEOUT : ACQUIRE_QUEUED;
+		return (PERR_NONE);
+	}
+	for (i = 0; i < fz.op_nparts; i++) {
+		p = &fz.op_parts[i];
+		if (model_head(p->sem) != NULL ||
+		    model_used(p->sem) + p->n > fz.capacity[p->sem])
+			fits = 0;
+	}
+	*status = fits ? ACQUIRE_GRANTED : timeout_ms == 0 ? ACQUIRE_TIMEOUT :
+	    ACQUIRE_QUEUED;
+	return (PERR_NONE);
+}
+
+/*
+ * The request in fz.op_* (parts, lease, ID) by owner o: ACQUIRE, TRY or
+ * ACQUIREALL, with its answer checked against the model's.
+ */
+static void
+op_request(int o, int64_t timeout_ms)
+{
+	struct engine_part	 parts[NSEMS];
+	struct engine_request	 r;
+	enum acquire_status	 st, want_st = ACQUIRE_GRANTED;
+	enum proto_err		 rc, want;
+	struct fz_waiter	*w = NULL, *taken;
+	struct fz_grant		*repeat;
+	struct grant		*g = NULL;
+	uint32_t		 i;
+	size_t			 j;
+
 	if (fz.owners[o] == NULL ||
 	    fz.ngrants + model_nqueued() + 1 > MAX_GRANTS)
 		return;
-	for (i = 0; i < MAX_WAITERS && w == NULL; i++) {
-		if (!fz.waiters[i].queued)
-			w = &fz.waiters[i];
+	for (j = 0; j < MAX_WAITERS && w == NULL; j++) {
+		if (!fz.waiters[j].queued)
+			w = &fz.waiters[j];
 	}
 	if (w == NULL)
 		return;
-	w->sem = k;
+	for (i = 0; i < fz.op_nparts; i++) {
+		parts[i].sem = engine_find(fz.e,
+		    sem_names[fz.op_parts[i].sem], 1);
+		parts[i].n = fz.op_parts[i].n;
+		if (parts[i].sem == NULL)
+			return;		/* the server's NOSEM */
+	}
+	want = model_answer(timeout_ms, &want_st, &repeat, &taken);
 	w->owner = o;
-	w->n = fz.op_n;
-	w->lease_ms = lease_ms;
+	w->id = fz.op_id;
+	memcpy(w->parts, fz.op_parts, sizeof(w->parts));
+	w->nparts = fz.op_nparts;
+	w->lease_ms = fz.op_lease_ms;
 	w->seq = ++fz.seq;
 	w->deadline_ms = timeout_ms > 0 ? fake_now + (uint64_t)timeout_ms :
 	    UINT64_MAX;
 	fz.op_granted = 0;
-	rc = engine_acquire(fz.e, s, fz.owners[o], fz.op_n, timeout_ms,
-	    lease_ms, w, &st, &g);
-	if (fz.op_n > s->capacity) {
-		CHECK(rc == PERR_RANGE, "n > capacity was not refused");
+	fz.op_replaced = NULL;
+	if (fz.op == OP_ACQUIRE) {
+		/* The single-semaphore entry point, as ACQUIRE and TRY use. */
+		rc = engine_acquire(fz.e, parts[0].sem, fz.owners[o],
+		    parts[0].n, timeout_ms, fz.op_lease_ms, w, &st, &g);
+	} else {
+		memset(&r, 0, sizeof(r));
+		r.owner = fz.owners[o];
+		r.parts = parts;
+		r.nparts = fz.op_nparts;
+		r.timeout_ms = timeout_ms;
+		r.lease_ms = fz.op_lease_ms;
+		if (fz.op_id >= 0) {
+			r.id = id_names[fz.op_id];
+			r.id_len = strlen(r.id);
+		}
+		r.cookie = w;
+		rc = engine_acquire_req(fz.e, &r, &st, &g);
+	}
+	CHECK(rc == want, "an ACQUIRE answered another error than the model");
+	if (rc != PERR_NONE) {
+		CHECK(!fz.op_granted && fz.op_replaced == NULL,
+		    "a refused ACQUIRE changed something");
 		return;
 	}
-	if (fz.held) {
-		CHECK(rc == PERR_UNAVAILABLE, "an ACQUIRE while held");
-		return;
-	}
-	CHECK(rc == PERR_NONE, "an ACQUIRE refused");
+	CHECK(st == want_st, "an ACQUIRE answered another status than the model");
+	CHECK(fz.op_replaced == taken, "the wrong waiter was replaced");
 	switch (st) {
 	case ACQUIRE_GRANTED:
-		CHECK(fz.op_granted && g != NULL && g->n == fz.op_n,
-		    "GRANTED without its event");
+		CHECK(fz.op_granted && g != NULL && g == g->lead &&
+		    g->token == fz.max_token, "GRANTED without its event");
 		break;
 	case ACQUIRE_QUEUED:
 		CHECK(!fz.op_granted && timeout_ms != 0,
 		    "a TRY or a granted ACQUIRE queued");
+		if (taken != NULL) {
+			/* Its place in every queue, its parts in their order. */
+			w->seq = taken->seq;
+			memcpy(w->parts, taken->parts, sizeof(w->parts));
+		}
 		w->queued = 1;
 		break;
 	case ACQUIRE_TIMEOUT:
 		CHECK(!fz.op_granted && timeout_ms == 0,
 		    "TIMEOUT for an ACQUIRE that may wait");
-		CHECK(s->queue != NULL || s->used + fz.op_n > s->capacity,
-		    "a TRY refused although it fits");
 		fz.stats.timeouts_total++;
 		break;
 	case ACQUIRE_REPEATED:
-		CHECK(0, "a repeat, though no request has an ID");
+		CHECK(!fz.op_granted && g != NULL && g == g->lead &&
+		    g->token == repeat->token,
+		    "a repeat answered another grant, or granted one");
 		break;
 	}
+}
+
+/* ACQUIRE of n of k: owner, n, timeout, lease (0: bound). No ID. */
+static void
+op_acquire(int k)
+{
+	int		o = arg_owner();
+	uint32_t	n = arg_n();
+	int64_t		timeout_ms = arg_timeout();
+	uint8_t		lb = next_byte();
+
+	fz.op_parts[0].sem = k;
+	fz.op_parts[0].n = n;
+	fz.op_nparts = 1;
+	fz.op_lease_ms = lb == 0 ? -1 : (int64_t)(lb - 1) * 10;
+	fz.op_id = -1;
+	op_request(o, timeout_ms);
+}
+
+/* A lease ACQUIRE of k with an ID: owner, n, timeout, lease, ID. */
+static void
+op_acquire_id(int k)
+{
+	int		o = arg_owner();
+	uint32_t	n = arg_n();
+	int64_t		timeout_ms = arg_timeout();
+
+	fz.op_lease_ms = (int64_t)next_byte() * 10;
+	fz.op_id = next_byte() % NIDS;
+	fz.op_parts[0].sem = k;
+	fz.op_parts[0].n = n;
+	fz.op_nparts = 1;
+	op_request(o, timeout_ms);
+}
+
+/*
+ * ACQUIREALL from k: owner; a byte for how many semaphores (2..NSEMS,
+ * those after k), from which one and in which direction they are
+ * listed; an n each; timeout, lease (0: bound), ID (0xc0 and up: none).
+ */
+static void
+op_acquire_all(int k)
+{
+	int		o = arg_owner();
+	uint8_t		b = next_byte(), ib;
+	uint32_t	i, nparts = 2 + (uint32_t)b % (NSEMS - 1),
+			first = ((uint32_t)b >> 2) % nparts;
+	int64_t		timeout_ms;
+
+	for (i = 0; i < nparts; i++) {
+		fz.op_parts[i].sem = (k + (int)((first + (b & 0x80 ?
+		    nparts - i : i)) % nparts)) % NSEMS;
+		fz.op_parts[i].n = arg_n();
+	}
+	fz.op_nparts = nparts;
+	timeout_ms = arg_timeout();
+	b = next_byte();
+	fz.op_lease_ms = b == 0 ? -1 : (int64_t)(b - 1) * 10;
+	ib = next_byte();
+	fz.op_id = fz.op_lease_ms >= 0 && ib < 0xc0 ? ib % NIDS : -1;
+	op_request(o, timeout_ms);
 }
 
 static void
 op_restore(int k, struct sem *s)
 {
 	struct grant	*g;
+	struct fz_part	 part;
 	uint8_t		 tb = next_byte(), nb = next_byte(),
 			 kb = next_byte(), ttl = next_byte();
 	uint64_t	 token;
@@ -584,7 +1023,9 @@ op_restore(int k, struct sem *s)
 	}
 	CHECK(g != NULL && g->token == token && g->n == n && g->kind == kind,
 	    "a restore failed");
-	model_grant_add(token, k, n, kind, -1);
+	part.sem = k;
+	part.n = n;
+	model_grant_add(token, &part, 1, kind, -1, -1);
 	if (token > fz.max_token)
 		fz.max_token = token;
 	if (s->used > s->capacity)
@@ -623,8 +1064,9 @@ run_op(void)
 	uint8_t		 b;
 	int		 k, o;
 
-	fz.op = next_byte() % OP__COUNT;
-	k = fz.op_sem = next_byte() % NSEMS;
+	b = next_byte();
+	fz.op = b < OP_BYTE_NEW ? b % OP_NOLD : OP_ACQUIRE_ALL + b % 2;
+	k = next_byte() % NSEMS;
 	s = engine_find(fz.e, sem_names[k], 1);
 	if (s == NULL && fz.op != OP_CREATE && fz.op != OP_OWNER_NEW &&
 	    fz.op != OP_OWNER_FREE && fz.op != OP_HOLD &&
@@ -658,7 +1100,13 @@ run_op(void)
 			fz.exists[k] = 0;
 		break;
 	case OP_ACQUIRE:
-		op_acquire(k, s);
+		op_acquire(k);
+		break;
+	case OP_ACQUIRE_ALL:
+		op_acquire_all(k);
+		break;
+	case OP_ACQUIRE_ID:
+		op_acquire_id(k);
 		break;
 	case OP_RELEASE:
 		fz.op_token = token = arg_token();
@@ -736,7 +1184,8 @@ run_op(void)
 		token = arg_token();
 		if ((g = engine_find_grant(fz.e, s, token)) != NULL) {
 			b = next_byte();
-			engine_grant_set_holder(g, b & 1 ? "worker@host" : NULL,
+			/* The server labels the lead (only its labels are kept). */
+			engine_grant_set_holder(g->lead, b & 1 ? "worker@host" : NULL,
 			    b & 2 ? "127.0.0.1:4000" : NULL);
 		}
 		break;

@@ -8,7 +8,9 @@
  * grant, raise the token floor, label a grant, clear; and (opcode bytes
  * 0xe0 and up, which older inputs never use) ACQUIREALL over 2..NSEMS
  * semaphores in any order, each with its n, with a timeout, a lease and
- * maybe a request ID, and a single-semaphore lease ACQUIRE with an ID.
+ * maybe a request ID; a single-semaphore lease ACQUIRE with an ID; and a
+ * restore that also puts back a grant's parts on other semaphores and its
+ * ID (engine_restore_part, engine_grant_set_id).
  * IDs come from a pool of NIDS so that repeats are frequent. The harness
  * keeps its own model of grants and queued waiters (each a list of parts,
  * a semaphore and its n), fed by the engine's events, and aborts as soon
@@ -72,7 +74,7 @@ enum fz_op {
 	OP_CREATE, OP_RESIZE, OP_DELETE, OP_ACQUIRE, OP_RELEASE, OP_REFRESH,
 	OP_ATTACH, OP_REVOKE, OP_UNDO, OP_OWNER_NEW, OP_OWNER_FREE, OP_HOLD,
 	OP_ADVANCE, OP_RESTORE, OP_FLOOR, OP_HOLDER, OP_CLEAR,
-	OP_ACQUIRE_ALL, OP_ACQUIRE_ID, OP__COUNT
+	OP_ACQUIRE_ALL, OP_ACQUIRE_ID, OP_RESTORE_MULTI, OP__COUNT
 };
 /* Opcode bytes below OP_BYTE_NEW pick one of the first OP_NOLD ops. */
 #define OP_NOLD		(OP_CLEAR + 1)
@@ -992,8 +994,69 @@ op_acquire_all(int k)
 	op_request(o, timeout_ms);
 }
 
+/*
+ * Persistence putting back the parts of a restored grant: a byte whose
+ * bits 1..NSEMS-1 add a part on each semaphore after k (an n each) and
+ * whose bit 0 tries a second part on k; then an ID (0xc0 and up: none)
+ * for a lease. Restores come before any request is queued (a daemon
+ * loads before it listens), so an ID some waiter has is not tried.
+ */
 static void
-op_restore(int k, struct sem *s)
+restore_parts(int k, struct grant *g, struct fz_grant *mg)
+{
+	struct fz_waiter	*mw;
+	struct grant		*part;
+	struct sem		*s;
+	uint8_t			 b = next_byte();
+	uint32_t		 n;
+	size_t			 i;
+	int			 j, sem, id, want = 0;
+
+	for (j = 1; j < NSEMS; j++) {
+		n = 1 + (uint32_t)next_byte() % 4;
+		sem = (k + j) % NSEMS;
+		if (!(b & 1u << j) ||
+		    (s = engine_find(fz.e, sem_names[sem], 1)) == NULL)
+			continue;
+		part = engine_restore_part(fz.e, g, s, n);
+		CHECK(part != NULL && part->lead == g && part->n == n &&
+		    part->token == g->token && part->kind == g->kind &&
+		    part->deadline_ms == g->deadline_ms,
+		    "a part of a restored grant not restored");
+		mg->parts[mg->nparts].sem = sem;
+		mg->parts[mg->nparts++].n = n;
+		if (s->used > s->capacity)
+			fz.over[sem] = 1;
+	}
+	if (b & 1)
+		CHECK(engine_restore_part(fz.e, g, g->sem, 1) == NULL,
+		    "a restored grant got two parts on one semaphore");
+	b = next_byte();
+	if (g->kind != GRANT_LEASE || b >= 0xc0)
+		return;
+	id = b % NIDS;
+	for (i = 0; i < MAX_WAITERS; i++) {
+		mw = &fz.waiters[i];
+		if (mw->queued && mw->id == id && parts_overlap(mw->parts,
+		    mw->nparts, mg->parts, mg->nparts))
+			return;
+	}
+	for (i = 0; i < fz.ngrants; i++) {
+		if (&fz.grants[i] != mg && fz.grants[i].id == id &&
+		    parts_overlap(fz.grants[i].parts, fz.grants[i].nparts,
+		    mg->parts, mg->nparts))
+			want = -1;
+	}
+	CHECK(engine_grant_set_id(fz.e, g, id_names[id],
+	    strlen(id_names[id])) == want,
+	    "a restored lease took an ID another lease holds, or was refused");
+	if (want == 0)
+		mg->id = id;
+}
+
+/* RESTORE: a grant of k put back; multi also restores parts and an ID. */
+static void
+op_restore(int k, struct sem *s, int multi)
 {
 	struct grant	*g;
 	struct fz_part	 part;
@@ -1030,6 +1093,8 @@ op_restore(int k, struct sem *s)
 		fz.max_token = token;
 	if (s->used > s->capacity)
 		fz.over[k] = 1;
+	if (multi)
+		restore_parts(k, g, model_grant(token));
 }
 
 /* Free owner o, dropping the model's waiters first: none may be granted. */
@@ -1065,7 +1130,8 @@ run_op(void)
 	int		 k, o;
 
 	b = next_byte();
-	fz.op = b < OP_BYTE_NEW ? b % OP_NOLD : OP_ACQUIRE_ALL + b % 2;
+	fz.op = b < OP_BYTE_NEW ? b % OP_NOLD :
+	    OP_NOLD + (b - OP_BYTE_NEW) % (OP__COUNT - OP_NOLD);
 	k = next_byte() % NSEMS;
 	s = engine_find(fz.e, sem_names[k], 1);
 	if (s == NULL && fz.op != OP_CREATE && fz.op != OP_OWNER_NEW &&
@@ -1169,7 +1235,10 @@ run_op(void)
 		fake_advance(b == 0xff ? 100000 : (uint64_t)b * 5);
 		break;
 	case OP_RESTORE:
-		op_restore(k, s);
+		op_restore(k, s, 0);
+		break;
+	case OP_RESTORE_MULTI:
+		op_restore(k, s, 1);
 		break;
 	case OP_FLOOR:
 		b = next_byte();

@@ -408,12 +408,12 @@ on_granted(const struct engine_event *ev, int sem)
 		fz.op_granted = 1;
 		if (fz.op_lease_ms < 0) {
 			CHECK(g->kind == GRANT_CONN, "a bound ACQUIRE got a lease");
-			model_grant_add(g->token, parts, nparts, GRANT_CONN, owner,
-			    -1);
+			model_grant_add(g->token, parts, nparts, GRANT_CONN,
+			    owner, -1);
 		} else {
 			CHECK(g->kind == GRANT_LEASE, "a lease ACQUIRE is bound");
-			model_grant_add(g->token, parts, nparts, GRANT_LEASE, -1,
-			    fz.op_id);
+			model_grant_add(g->token, parts, nparts, GRANT_LEASE,
+			    -1, fz.op_id);
 		}
 		return;
 	}
@@ -435,7 +435,8 @@ on_granted(const struct engine_event *ev, int sem)
 	} else {
 		CHECK(g->kind == GRANT_LEASE && g->owner == NULL,
 		    "a lease waiter granted a bound grant");
-		model_grant_add(g->token, parts, nparts, GRANT_LEASE, -1, w->id);
+		model_grant_add(g->token, parts, nparts, GRANT_LEASE, -1,
+		    w->id);
 	}
 }
 
@@ -572,7 +573,8 @@ check_ids(const struct sem *s)
 	DL_FOREACH2(s->grants, g, sem_next) {
 		if ((i = id_index(g->id, g->id_len)) < 0)
 			continue;
-		CHECK(!(seen & 1u << i), "two grants hold one ID on a semaphore");
+		CHECK(!(seen & 1u << i),
+		    "two grants hold one ID on a semaphore");
 		seen |= 1u << i;
 	}
 	DL_FOREACH2(s->queue, w, q_next) {
@@ -680,7 +682,8 @@ check_all(void)
 		    g->owner == NULL && g->timer != NULL,
 		    "a grant's owner or timer is wrong");
 		for (part = g->part_next; part != NULL; part = part->part_next)
-			CHECK(part->kind == g->kind && part->owner == g->owner &&
+			CHECK(part->kind == g->kind &&
+			    part->owner == g->owner &&
 			    part->deadline_ms == g->deadline_ms &&
 			    part->timer == NULL && part->id == g->id,
 			    "a part of a grant disagrees with its lead");
@@ -903,7 +906,8 @@ op_request(int o, int64_t timeout_ms)
 		    "a refused ACQUIRE changed something");
 		return;
 	}
-	CHECK(st == want_st, "an ACQUIRE answered another status than the model");
+	CHECK(st == want_st,
+	    "an ACQUIRE answered another status than the model");
 	CHECK(fz.op_replaced == taken, "the wrong waiter was replaced");
 	switch (st) {
 	case ACQUIRE_GRANTED:
@@ -914,7 +918,7 @@ op_request(int o, int64_t timeout_ms)
 		CHECK(!fz.op_granted && timeout_ms != 0,
 		    "a TRY or a granted ACQUIRE queued");
 		if (taken != NULL) {
-			/* Its place in every queue, its parts in their order. */
+			/* Its place in each queue, its parts in their order. */
 			w->seq = taken->seq;
 			memcpy(w->parts, taken->parts, sizeof(w->parts));
 		}
@@ -1253,8 +1257,9 @@ run_op(void)
 		token = arg_token();
 		if ((g = engine_find_grant(fz.e, s, token)) != NULL) {
 			b = next_byte();
-			/* The server labels the lead (only its labels are kept). */
-			engine_grant_set_holder(g->lead, b & 1 ? "worker@host" : NULL,
+			/* The server labels the lead: only its are kept. */
+			engine_grant_set_holder(g->lead,
+			    b & 1 ? "worker@host" : NULL,
 			    b & 2 ? "127.0.0.1:4000" : NULL);
 		}
 		break;

@@ -37,7 +37,9 @@
  *   grants nothing and answers the same token; other parts or n is
  *   EXISTS; a repeat of a waiting ID with the same parts takes its place
  *   in every queue (WAIT_REPLACED for the old, which is answered nothing
- *   else); at most one request per ID and semaphore waits or holds;
+ *   else); a restored lease takes an ID only when no lease holds it on
+ *   one of its semaphores; at most one request per ID and semaphore
+ *   waits or holds;
  * - tokens strictly increase, and are above every restored token, even
  *   after a corrupt store's floor or token near 2^64 (refused or clamped
  *   to ENGINE_TOKEN_MAX);

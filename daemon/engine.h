@@ -364,7 +364,8 @@ struct grant	*engine_restore_part(struct engine *e, struct grant *lead,
 /*
  * Give the grant of lead the request ID id (len bytes, a lease): 0, or -1
  * (and no ID) when another grant holds that ID on one of its semaphores.
- * Emits nothing. For persistence, after a restart.
+ * Emits nothing. For persistence, after a restart and before any request
+ * waits: waiting requests' IDs are not looked at.
  */
 int		 engine_grant_set_id(struct engine *e, struct grant *lead,
 		    const char *id, size_t len);

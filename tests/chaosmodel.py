@@ -2,7 +2,7 @@
 it whether semd kept its promise (issue 16). Used by the failover safety
 scenarios (tests/persistence/test_failover_safety.py and
 test_failover_faults.py) and by the randomized runs (test_chaos.py,
-test_failover_chaos.py).
+test_chaos_multi.py, test_failover_chaos.py).
 
 Clients record, on this process's one monotonic clock, when they SENT
 each request, what the reply was and when they READ it. The checker never
@@ -479,8 +479,48 @@ class ChaosClient(threading.Thread):
 
 
 # --------------------------------------------------------------------------
-# The checks both chaos tests end with
+# The run's schedule and the checks the chaos tests end with
 # --------------------------------------------------------------------------
+
+def kill_and_restart(p, w, rng, on_kill=None):
+    """kill -9 semd (p) and start it again after 2 to 5 s each (from the
+    seeded rng) until w.end; on_kill() runs between the kill and the
+    start. Returns (kills, up_ok): up_ok is False when semd was found dead
+    before a kill (the run then stops killing)."""
+    kills = 0
+    for _ in range(100):
+        nap = rng.uniform(2.0, 5.0)
+        if now() + nap >= w.end:
+            break
+        time.sleep(nap)
+        if not p.d.alive():
+            return kills, False
+        p.kill9()
+        kills += 1
+        if on_kill is not None:
+            on_kill()
+        p.start()
+    return kills, True
+
+
+def finish_run(w, threads):
+    """The clients run until w.end; then each thread gets until 20 s past
+    it to finish, and w.stop tells the stragglers to stop."""
+    left = w.end - now()
+    if left > 0:
+        time.sleep(left)
+    for th in threads:
+        th.join(max(0.1, w.end + 20 - now()))
+    w.stop = True
+
+
+def check_threads(threads):
+    """Every client and monitor thread finished, and none raised."""
+    hung = [th.name for th in threads if th.is_alive()]
+    ok(not hung, "every client thread finished", repr(hung))
+    errors = [(th.name, th.error) for th in threads if th.error]
+    ok(not errors, "no client thread raised", errors[:1])
+
 
 def check_capacity(sem, cap, beliefs, t0):
     """(a) the grants clients believed they held never sum above cap."""

@@ -31,7 +31,8 @@ sys.path.insert(0, os.environ.get("SEMD_TESTS") or os.path.join(
 from redistest import *  # noqa: E402,F403
 from chaosmodel import (Monitor, overbooked, random_acquire,  # noqa: E402
                         chaos_acquire, ChaosClient,
-                        check_capacity, check_tokens_unique)
+                        check_capacity, check_tokens_unique,
+                        kill_and_restart, finish_run, check_threads)
 
 SEMS = {"c3": 3, "c2": 2}
 CLIENTS = 20
@@ -167,32 +168,15 @@ def test_chaos():
         for th in clients + [mon]:
             th.start()
         rng = random.Random(SEED)
-        kills = 0
-        up_ok = True
+
+        def new_generation():
+            w.gen += 1
+
         try:
-            for _ in range(100):
-                nap = rng.uniform(2.0, 5.0)
-                if now() + nap >= w.end:
-                    break
-                time.sleep(nap)
-                if not p.d.alive():
-                    up_ok = False
-                    break
-                p.kill9()
-                kills += 1
-                w.gen += 1
-                p.start()
+            kills, up_ok = kill_and_restart(p, w, rng, new_generation)
         finally:
-            left = w.end - now()
-            if left > 0:
-                time.sleep(left)
-            for th in clients + [mon]:
-                th.join(max(0.1, w.end + 20 - now()))
-            w.stop = True
-        stuck = [th.name for th in clients + [mon] if th.is_alive()]
-        ok(not stuck, "every client thread finished", repr(stuck))
-        errors = [(th.name, th.error) for th in clients + [mon] if th.error]
-        ok(not errors, "no client thread raised", errors[:1])
+            finish_run(w, clients + [mon])
+        check_threads(clients + [mon])
         ok(up_ok and p.d.alive(), "(c) semd was up before every kill and at "
            "the end", log_tail(p.log_text()))
 

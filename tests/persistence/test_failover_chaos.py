@@ -50,7 +50,8 @@ from redistest import *  # noqa: E402,F403
 from chaosmodel import (Grant, Session, Monitor, overbooked,  # noqa: E402
                         beliefs_of, token_problems, random_acquire,
                         chaos_acquire, ChaosClient,
-                        check_capacity, check_tokens_unique)
+                        check_capacity, check_tokens_unique,
+                        finish_run, check_threads)
 
 SEMS = {"c3": 3, "c2": 2, "c6": 6}
 KEEP = "keep"                   # long leases, never released by clients
@@ -428,12 +429,7 @@ def test_failover_chaos():
                 epochs.append(ro2["epoch"])
                 check_kept(i, kept, action, ro2)
         finally:
-            left = w.end - now()
-            if left > 0:
-                time.sleep(left)
-            for th in clients + [mon]:
-                th.join(max(0.1, w.end + 20 - now()))
-            w.stop = True
+            finish_run(w, clients + [mon])
             for px in proxies:
                 px.resume()
                 px.heal()
@@ -447,10 +443,7 @@ def test_failover_chaos():
         for a in events:
             note("%s of %s: %s owner after %.3f s (epoch %d)" %
                  (a[0], "AB"[a[1]], "AB"[a[2]], a[3], a[4]))
-        hung = [th.name for th in clients + [mon] if th.is_alive()]
-        ok(not hung, "every client thread finished", repr(hung))
-        errors = [(th.name, th.error) for th in clients + [mon] if th.error]
-        ok(not errors, "no client thread raised", errors[:1])
+        check_threads(clients + [mon])
         ok(not stuck, "(c) there was always an owner again after a failover",
            repr(stuck))
         ok(len(events) >= max(2, int(SECONDS / 10)),
